@@ -1,0 +1,245 @@
+//! Sending one logical request: bounded retries for reads, exactly one attempt for writes.
+//!
+//! Reads (GET, and POST searches) are retried on 5xx, 429 and transport failures with
+//! exponential backoff, honouring `Retry-After` up to the configured cap. A write is sent once:
+//! if it may have reached the CRM and no clear answer came back, the result is
+//! `outcome-unknown`, because re-sending a create could duplicate the record.
+
+use crate::config::Limits;
+use crate::error::ToolError;
+use crate::http::{Effect, Request, Response, Transport, TransportError};
+use std::time::Duration;
+
+/// Sends `request`, retrying reads as the limits allow. Returns the final response whatever
+/// its status (the CRM-specific mapper turns error statuses into tool errors); only transport
+/// failures and unknown write outcomes become errors here.
+pub fn execute(
+    transport: &mut dyn Transport,
+    limits: &Limits,
+    request: &Request,
+) -> Result<Response, ToolError> {
+    let attempts = match request.effect {
+        Effect::Read => limits.read_attempts.max(1),
+        Effect::Write => 1,
+    };
+    for attempt in 1..=attempts {
+        let last = attempt == attempts;
+        match transport.send(request) {
+            Ok(response) => {
+                if request.effect == Effect::Write && is_gateway_failure(response.status) {
+                    return Err(write_unknown(request, &format!("the CRM answered {}", response.status)));
+                }
+                if last || !is_transient(response.status) {
+                    return Ok(response);
+                }
+                match wait_before_retry(&response, attempt, limits) {
+                    Some(wait) => transport.sleep(wait),
+                    // The CRM asks for a longer pause than we may wait: report it now.
+                    None => return Ok(response),
+                }
+            }
+            Err(err) => {
+                if request.effect == Effect::Write {
+                    return Err(if err.may_have_reached_crm() {
+                        write_unknown(request, &err.to_string())
+                    } else {
+                        ToolError::Unavailable(format!(
+                            "{err}; nothing was written, so the same request can be made again"
+                        ))
+                    });
+                }
+                if last || matches!(err, TransportError::ResponseTooLarge { .. }) {
+                    return Err(transport_failure(&err, attempt));
+                }
+                transport.sleep(backoff(attempt, limits));
+            }
+        }
+    }
+    unreachable!("the loop returns on its last attempt")
+}
+
+/// Statuses worth another try for a read.
+fn is_transient(status: u16) -> bool {
+    status == 429 || (500..600).contains(&status)
+}
+
+/// Statuses after which a write may or may not have been applied.
+fn is_gateway_failure(status: u16) -> bool {
+    (500..600).contains(&status)
+}
+
+fn backoff(attempt: u32, limits: &Limits) -> Duration {
+    let factor = 1u32 << (attempt - 1).min(16);
+    limits.retry_base.saturating_mul(factor).min(limits.max_retry_wait)
+}
+
+/// How long to wait before the next attempt, or `None` when the CRM's `Retry-After` exceeds
+/// what we may wait.
+fn wait_before_retry(response: &Response, attempt: u32, limits: &Limits) -> Option<Duration> {
+    match retry_after(response) {
+        Some(wait) if wait > limits.max_retry_wait => None,
+        Some(wait) => Some(wait),
+        None => Some(backoff(attempt, limits)),
+    }
+}
+
+/// `Retry-After` in seconds (the HTTP-date form is not used by either CRM).
+pub fn retry_after(response: &Response) -> Option<Duration> {
+    response
+        .header("retry-after")
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .map(Duration::from_secs)
+}
+
+fn write_unknown(request: &Request, what: &str) -> ToolError {
+    ToolError::OutcomeUnknown(format!(
+        "{} {} was sent but {what}; it was not retried. Check in the CRM whether the change \
+         happened before making it again",
+        request.method.as_str(),
+        request.url.path()
+    ))
+}
+
+fn transport_failure(err: &TransportError, attempts: u32) -> ToolError {
+    match err {
+        TransportError::ResponseTooLarge { limit } => ToolError::CrmError(
+            serde_json::json!({
+                "error": "response_too_large",
+                "limit_bytes": limit,
+                "hint": "ask for fewer records or fields",
+            })
+            .to_string(),
+        ),
+        _ => ToolError::Unavailable(format!(
+            "{err} (after {attempts} attempt{}); try again later",
+            if attempts == 1 { "" } else { "s" }
+        )),
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::http::Method;
+    use std::collections::VecDeque;
+    use url::Url;
+
+    /// A transport that answers from a script and records what was sent and slept.
+    #[derive(Default)]
+    pub struct ScriptedTransport {
+        pub script: VecDeque<Result<Response, TransportError>>,
+        pub sent: Vec<Request>,
+        pub slept: Vec<Duration>,
+    }
+
+    impl ScriptedTransport {
+        pub fn new(script: impl IntoIterator<Item = Result<Response, TransportError>>) -> Self {
+            ScriptedTransport {
+                script: script.into_iter().collect(),
+                ..Default::default()
+            }
+        }
+    }
+
+    impl Transport for ScriptedTransport {
+        fn send(&mut self, request: &Request) -> Result<Response, TransportError> {
+            self.sent.push(request.clone());
+            self.script.pop_front().expect("the script ran out: unexpected request")
+        }
+        fn sleep(&mut self, duration: Duration) {
+            self.slept.push(duration);
+        }
+    }
+
+    pub fn response(status: u16, body: &str) -> Result<Response, TransportError> {
+        Ok(Response {
+            status,
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: body.as_bytes().to_vec(),
+        })
+    }
+
+    fn read() -> Request {
+        Request::get(Url::parse("https://broker.example.com/r").unwrap())
+    }
+
+    fn write() -> Request {
+        Request::json(
+            Method::Post,
+            Url::parse("https://broker.example.com/w").unwrap(),
+            Effect::Write,
+            &serde_json::json!({"Name": "x"}),
+        )
+    }
+
+    #[test]
+    fn reads_retry_transient_failures_with_growing_backoff() {
+        let mut t = ScriptedTransport::new([
+            response(503, ""),
+            Err(TransportError::Timeout(Duration::from_secs(1))),
+            response(200, "{}"),
+        ]);
+        let got = execute(&mut t, &Limits::default(), &read()).unwrap();
+        assert_eq!(got.status, 200);
+        assert_eq!(t.sent.len(), 3);
+        assert_eq!(t.slept, vec![Duration::from_millis(250), Duration::from_millis(500)]);
+    }
+
+    #[test]
+    fn reads_give_up_after_the_configured_attempts() {
+        let mut t = ScriptedTransport::new([response(502, ""), response(502, ""), response(502, "")]);
+        let got = execute(&mut t, &Limits::default(), &read()).unwrap();
+        assert_eq!(got.status, 502, "the last answer is handed to the CRM mapper");
+        let mut t = ScriptedTransport::new((0..3).map(|_| Err(TransportError::Interrupted("reset".into()))));
+        let err = execute(&mut t, &Limits::default(), &read()).unwrap_err();
+        assert!(matches!(&err, ToolError::Unavailable(m) if m.contains("3 attempts")), "{err:?}");
+    }
+
+    #[test]
+    fn retry_after_is_honoured_and_capped() {
+        let mut limited = Response {
+            status: 429,
+            headers: vec![("Retry-After".into(), "2".into())],
+            body: vec![],
+        };
+        let mut t = ScriptedTransport::new([Ok(limited.clone()), response(200, "{}")]);
+        execute(&mut t, &Limits::default(), &read()).unwrap();
+        assert_eq!(t.slept, vec![Duration::from_secs(2)]);
+
+        limited.headers[0].1 = "3600".into();
+        let mut t = ScriptedTransport::new([Ok(limited)]);
+        let got = execute(&mut t, &Limits::default(), &read()).unwrap();
+        assert_eq!((got.status, t.sent.len()), (429, 1), "no hour-long wait inside a call");
+    }
+
+    #[test]
+    fn writes_are_never_resent() {
+        for outcome in [
+            Err(TransportError::Timeout(Duration::from_secs(30))),
+            Err(TransportError::Interrupted("reset".into())),
+            response(503, ""),
+            response(500, ""),
+        ] {
+            let mut t = ScriptedTransport::new([outcome]);
+            let err = execute(&mut t, &Limits::default(), &write()).unwrap_err();
+            assert!(matches!(err, ToolError::OutcomeUnknown(_)), "{err:?}");
+            assert_eq!(t.sent.len(), 1);
+            assert!(t.slept.is_empty());
+        }
+    }
+
+    #[test]
+    fn a_write_that_never_left_is_reported_as_safe_to_redo() {
+        let mut t = ScriptedTransport::new([Err(TransportError::NotSent("connection refused".into()))]);
+        let err = execute(&mut t, &Limits::default(), &write()).unwrap_err();
+        assert!(matches!(&err, ToolError::Unavailable(m) if m.contains("nothing was written")), "{err:?}");
+    }
+
+    #[test]
+    fn oversize_responses_are_not_retried() {
+        let mut t = ScriptedTransport::new([Err(TransportError::ResponseTooLarge { limit: 1024 })]);
+        let err = execute(&mut t, &Limits::default(), &read()).unwrap_err();
+        assert!(matches!(&err, ToolError::CrmError(m) if m.contains("response_too_large")));
+        assert_eq!(t.sent.len(), 1);
+    }
+}

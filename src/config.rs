@@ -1,0 +1,284 @@
+//! Per-tenant configuration, read from the component's WASI environment.
+//!
+//! The host gives each tenant's calls their own environment (`wasi:cli/environment`), so one
+//! tenant can never read another's settings. Only non-secret settings live here: the broker
+//! adds the credential outside the component.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+use url::Url;
+
+/// Environment variable names, documented in the README.
+pub mod keys {
+    pub const PROXY_BASE: &str = "CRM_PROXY_BASE";
+    pub const CRM_A_INTEGRATION: &str = "CRM_A_INTEGRATION";
+    pub const CRM_A_API_BASE: &str = "CRM_A_API_BASE";
+    pub const CRM_B_INTEGRATION: &str = "CRM_B_INTEGRATION";
+    pub const CRM_B_API_VERSION: &str = "CRM_B_API_VERSION";
+    pub const HTTP_TIMEOUT_MS: &str = "CRM_HTTP_TIMEOUT_MS";
+    pub const MAX_RESPONSE_BYTES: &str = "CRM_MAX_RESPONSE_BYTES";
+    pub const READ_ATTEMPTS: &str = "CRM_READ_ATTEMPTS";
+    pub const RETRY_BASE_MS: &str = "CRM_RETRY_BASE_MS";
+    pub const MAX_RETRY_WAIT_MS: &str = "CRM_MAX_RETRY_WAIT_MS";
+}
+
+/// The Salesforce REST API version used when the tenant does not pick one (Winter '26).
+pub const DEFAULT_CRM_B_API_VERSION: &str = "65.0";
+
+/// Everything a call needs to know about where and how to reach the CRMs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    /// The broker's base URL, e.g. `https://broker.example.com`.
+    pub proxy_base: Url,
+    pub crm_a_integration: String,
+    /// Path segments between the integration name and CRM A paths (often none).
+    pub crm_a_api_base: Vec<String>,
+    pub crm_b_integration: String,
+    pub crm_b_api_version: ApiVersion,
+    pub limits: Limits,
+}
+
+/// Bounds on time, size and retries for one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Per-request timeout, passed to `wasi:http` (the host clamps it further).
+    pub http_timeout: Duration,
+    /// Largest response body read into memory.
+    pub max_response_bytes: usize,
+    /// Total attempts for a read (1 = no retry).
+    pub read_attempts: u32,
+    /// First backoff delay; doubles each retry.
+    pub retry_base: Duration,
+    /// Longest single wait, including a CRM's `Retry-After`.
+    pub max_retry_wait: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            http_timeout: Duration::from_secs(30),
+            max_response_bytes: 16 * 1024 * 1024,
+            read_attempts: 3,
+            retry_base: Duration::from_millis(250),
+            max_retry_wait: Duration::from_secs(10),
+        }
+    }
+}
+
+/// A Salesforce API version such as `65.0`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ApiVersion {
+    major: u16,
+}
+
+impl ApiVersion {
+    /// Accepts `65`, `65.0` or `v65.0`; Salesforce versions are whole numbers from 20 on.
+    pub fn parse(text: &str) -> Option<Self> {
+        let text = text.strip_prefix('v').unwrap_or(text);
+        let major = text.strip_suffix(".0").unwrap_or(text);
+        if major.is_empty() || major.len() > 3 || !major.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        let major: u16 = major.parse().ok()?;
+        (major >= 20).then_some(ApiVersion { major })
+    }
+
+    /// The path segment, e.g. `v65.0`.
+    pub fn segment(self) -> String {
+        format!("v{}.0", self.major)
+    }
+}
+
+/// A setting that is missing or malformed; names the variable so an admin can fix it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("plugin configuration {key}: {problem}")]
+pub struct ConfigError {
+    pub key: &'static str,
+    pub problem: String,
+}
+
+impl Config {
+    /// Reads the configuration from environment variables.
+    pub fn from_vars<I, K, V>(vars: I) -> Result<Self, ConfigError>
+    where
+        I: IntoIterator<Item = (K, V)>,
+        K: Into<String>,
+        V: Into<String>,
+    {
+        let vars = Vars(
+            vars.into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        );
+        let get = |key: &str| vars.get(key);
+        let defaults = Limits::default();
+
+        let proxy_base = parse_proxy_base(get(keys::PROXY_BASE).ok_or(ConfigError {
+            key: keys::PROXY_BASE,
+            problem: "not set; the host must give the broker's base URL".into(),
+        })?)?;
+        let crm_a_integration = integration_name(keys::CRM_A_INTEGRATION, get(keys::CRM_A_INTEGRATION), "hubspot")?;
+        let crm_b_integration =
+            integration_name(keys::CRM_B_INTEGRATION, get(keys::CRM_B_INTEGRATION), "salesforce")?;
+        let crm_a_api_base = match get(keys::CRM_A_API_BASE) {
+            None => Vec::new(),
+            Some(base) => base
+                .split('/')
+                .filter(|s| !s.is_empty())
+                .map(|s| checked_segment(keys::CRM_A_API_BASE, s))
+                .collect::<Result<_, _>>()?,
+        };
+        let crm_b_api_version = match get(keys::CRM_B_API_VERSION) {
+            None => ApiVersion::parse(DEFAULT_CRM_B_API_VERSION).expect("default parses"),
+            Some(v) => ApiVersion::parse(v).ok_or(ConfigError {
+                key: keys::CRM_B_API_VERSION,
+                problem: format!("{v:?} is not a Salesforce API version such as 65.0"),
+            })?,
+        };
+        let limits = Limits {
+            http_timeout: Duration::from_millis(number(&vars, keys::HTTP_TIMEOUT_MS, defaults.http_timeout.as_millis() as u64, 1..=600_000)?),
+            max_response_bytes: number(&vars, keys::MAX_RESPONSE_BYTES, defaults.max_response_bytes as u64, 1024..=1 << 30)? as usize,
+            read_attempts: number(&vars, keys::READ_ATTEMPTS, defaults.read_attempts.into(), 1..=10)? as u32,
+            retry_base: Duration::from_millis(number(&vars, keys::RETRY_BASE_MS, defaults.retry_base.as_millis() as u64, 0..=60_000)?),
+            max_retry_wait: Duration::from_millis(number(&vars, keys::MAX_RETRY_WAIT_MS, defaults.max_retry_wait.as_millis() as u64, 0..=300_000)?),
+        };
+        Ok(Config {
+            proxy_base,
+            crm_a_integration,
+            crm_a_api_base,
+            crm_b_integration,
+            crm_b_api_version,
+            limits,
+        })
+    }
+}
+
+fn parse_proxy_base(text: &str) -> Result<Url, ConfigError> {
+    let problem = |p: String| ConfigError {
+        key: keys::PROXY_BASE,
+        problem: p,
+    };
+    let url = Url::parse(text).map_err(|e| problem(format!("{text:?} is not a URL: {e}")))?;
+    let loopback = matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
+    if url.scheme() != "https" && !(url.scheme() == "http" && loopback) {
+        return Err(problem("must be an https URL (data travels over HTTPS)".into()));
+    }
+    if url.host().is_none() || url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() || url.password().is_some() {
+        return Err(problem(format!("{text:?} must be scheme, host and optional path only")));
+    }
+    Ok(url)
+}
+
+fn integration_name(key: &'static str, value: Option<&str>, default: &str) -> Result<String, ConfigError> {
+    checked_segment(key, value.unwrap_or(default))
+}
+
+/// A configured path segment: plain characters only, so configuration cannot smuggle in `..`.
+fn checked_segment(key: &'static str, segment: &str) -> Result<String, ConfigError> {
+    let ok = !segment.is_empty()
+        && segment != "."
+        && segment != ".."
+        && segment.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+    if ok {
+        Ok(segment.to_string())
+    } else {
+        Err(ConfigError {
+            key,
+            problem: format!("{segment:?} must be letters, digits, '-', '_' or '.'"),
+        })
+    }
+}
+
+/// The raw variables; blank values count as unset.
+struct Vars(BTreeMap<String, String>);
+
+impl Vars {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).map(|v| v.trim()).filter(|v| !v.is_empty())
+    }
+}
+
+fn number(
+    vars: &Vars,
+    key: &'static str,
+    default: u64,
+    range: std::ops::RangeInclusive<u64>,
+) -> Result<u64, ConfigError> {
+    let Some(text) = vars.get(key) else {
+        return Ok(default);
+    };
+    text.parse::<u64>()
+        .ok()
+        .filter(|n| range.contains(n))
+        .ok_or(ConfigError {
+            key,
+            problem: format!("{text:?} must be a whole number from {} to {}", range.start(), range.end()),
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> Vec<(&'static str, &'static str)> {
+        vec![(keys::PROXY_BASE, "https://broker.example.com")]
+    }
+
+    #[test]
+    fn defaults_fill_everything_but_the_broker() {
+        let config = Config::from_vars(base()).unwrap();
+        assert_eq!(config.proxy_base.as_str(), "https://broker.example.com/");
+        assert_eq!(config.crm_a_integration, "hubspot");
+        assert_eq!(config.crm_b_integration, "salesforce");
+        assert!(config.crm_a_api_base.is_empty());
+        assert_eq!(config.crm_b_api_version.segment(), "v65.0");
+        assert_eq!(config.limits, Limits::default());
+    }
+
+    #[test]
+    fn missing_broker_names_the_variable() {
+        let err = Config::from_vars(Vec::<(String, String)>::new()).unwrap_err();
+        assert_eq!(err.key, keys::PROXY_BASE);
+    }
+
+    #[test]
+    fn plain_http_is_refused_except_on_loopback() {
+        let err = Config::from_vars([(keys::PROXY_BASE, "http://broker.example.com")]).unwrap_err();
+        assert!(err.problem.contains("https"), "{err}");
+        assert!(Config::from_vars([(keys::PROXY_BASE, "http://127.0.0.1:8080")]).is_ok());
+    }
+
+    #[test]
+    fn api_version_forms() {
+        for (text, seg) in [("65.0", "v65.0"), ("v61.0", "v61.0"), ("62", "v62.0")] {
+            assert_eq!(ApiVersion::parse(text).unwrap().segment(), seg);
+        }
+        for bad in ["", "v", "65.1", "abc", "../1", "19.0", "6500"] {
+            assert!(ApiVersion::parse(bad).is_none(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn configured_segments_cannot_traverse() {
+        let mut vars = base();
+        vars.push((keys::CRM_A_API_BASE, "a/../b"));
+        let err = Config::from_vars(vars).unwrap_err();
+        assert_eq!(err.key, keys::CRM_A_API_BASE);
+        let mut vars = base();
+        vars.push((keys::CRM_B_INTEGRATION, "sales force"));
+        assert_eq!(Config::from_vars(vars).unwrap_err().key, keys::CRM_B_INTEGRATION);
+    }
+
+    #[test]
+    fn limits_are_range_checked() {
+        let mut vars = base();
+        vars.push((keys::READ_ATTEMPTS, "0"));
+        assert_eq!(Config::from_vars(vars).unwrap_err().key, keys::READ_ATTEMPTS);
+        let mut vars = base();
+        vars.push((keys::HTTP_TIMEOUT_MS, "1500"));
+        vars.push((keys::CRM_A_API_BASE, "/crm-a/"));
+        let config = Config::from_vars(vars).unwrap();
+        assert_eq!(config.limits.http_timeout, Duration::from_millis(1500));
+        assert_eq!(config.crm_a_api_base, vec!["crm-a".to_string()]);
+    }
+}

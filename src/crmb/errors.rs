@@ -1,0 +1,236 @@
+//! Salesforce error responses turned into tool errors that say what to do next.
+//!
+//! Salesforce answers errors with `[{message, errorCode, fields?}]`. Codes the user can act on
+//! get their own case and advice; the rest keep the raw codes, messages and fields as JSON in
+//! `crm-error`, with a hint.
+
+use crate::client::retry_after;
+use crate::error::ToolError;
+use crate::http::Response;
+use serde::Deserialize;
+use serde_json::json;
+
+/// One entry of a Salesforce error body.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct SalesforceError {
+    #[serde(default)]
+    pub message: String,
+    #[serde(default)]
+    pub error_code: String,
+    #[serde(default)]
+    pub fields: Vec<String>,
+}
+
+/// Parses an error body; tolerates a single object or an unexpected shape.
+pub fn parse_errors(body: &[u8]) -> Vec<SalesforceError> {
+    serde_json::from_slice::<Vec<SalesforceError>>(body)
+        .or_else(|_| serde_json::from_slice::<SalesforceError>(body).map(|e| vec![e]))
+        .unwrap_or_default()
+}
+
+/// Maps a non-success response. `subject` names what the call was about (e.g. "Account
+/// 001...") for not-found messages.
+pub fn map_error(response: &Response, subject: &str) -> ToolError {
+    let errors = parse_errors(&response.body);
+    let first = errors.first().cloned().unwrap_or_default();
+    let said = if first.message.is_empty() {
+        String::new()
+    } else {
+        format!(" Salesforce said: {}", first.message)
+    };
+    let code = first.error_code.as_str();
+    match (response.status, code) {
+        (401, _) | (_, "INVALID_SESSION_ID") => ToolError::NotConnected(format!(
+            "Salesforce rejected the connection (INVALID_SESSION_ID): it is missing, expired or \
+             revoked. Ask the user to reconnect Salesforce in the workspace's integration settings.{said}"
+        )),
+        (_, "API_DISABLED_FOR_ORG") => ToolError::Forbidden(format!(
+            "This Salesforce org has no API access (API_DISABLED_FOR_ORG): its edition or licence \
+             does not include the REST API, even though sign-in worked. A Salesforce admin must \
+             move to an edition with API access or enable the API Enabled permission.{said}"
+        )),
+        (_, "REQUEST_LIMIT_EXCEEDED") => ToolError::Unavailable(format!(
+            "The Salesforce org has used up its API request limit (REQUEST_LIMIT_EXCEEDED), a \
+             rolling 24-hour allowance shared by all its integrations. Calls work again as the \
+             window rolls on; an admin can see usage under Setup > Company Information.{}{said}",
+            api_usage(response)
+        )),
+        (_, "INSUFFICIENT_ACCESS_OR_READONLY" | "INSUFFICIENT_ACCESS") | (403, _) => {
+            ToolError::Forbidden(format!(
+                "Salesforce denied this for the connected user ({}): their profile, permission \
+                 sets, field-level security or sharing rules do not allow it. The plugin acts as \
+                 that user and cannot go beyond their access; a Salesforce admin can grant it.{said}",
+                if code.is_empty() { "403" } else { code }
+            ))
+        }
+        (404, _) | (_, "NOT_FOUND") => ToolError::NotFound(format!(
+            "Salesforce has no {subject}, or it was deleted. Check the object name and id, or \
+             find the record with crmb_run_soql_query.{said}"
+        )),
+        (429, _) => ToolError::RateLimited(
+            retry_after(response).map(|d| d.as_secs().min(u32::MAX as u64) as u32),
+        ),
+        (500..=599, _) => ToolError::Unavailable(format!(
+            "Salesforce or the connection broker failed with {} after retries; try again in a \
+             moment.{said}",
+            response.status
+        )),
+        _ => ToolError::CrmError(crm_error_json(response.status, &errors, hint(code, &first))),
+    }
+}
+
+/// Advice for the codes that need a change of input rather than of access.
+fn hint(code: &str, first: &SalesforceError) -> String {
+    let fields = if first.fields.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", first.fields.join(", "))
+    };
+    match code {
+        "INVALID_FIELD" => format!(
+            "A field name is wrong{fields}; the message names it. Call crmb_get_object_fields \
+             for the object to see its field API names."
+        ),
+        "INVALID_TYPE" => "The object name is wrong or not visible to this user; check the API \
+             name (custom objects end in __c)."
+            .into(),
+        "MALFORMED_QUERY" => "The SOQL is malformed at the place the message names; fix it and \
+             run the query again."
+            .into(),
+        "REQUIRED_FIELD_MISSING" => format!(
+            "Required fields are missing{fields}: add them. crmb_get_object_fields shows which \
+             fields are required on create."
+        ),
+        "FIELD_CUSTOM_VALIDATION_EXCEPTION" => format!(
+            "An org validation rule rejected the values{fields}; the message is the rule's own \
+             text: change the values to satisfy it."
+        ),
+        "INVALID_CROSS_REFERENCE_KEY" => format!(
+            "A lookup id does not point to a record of the right type{fields}; check the id."
+        ),
+        "DUPLICATE_VALUE" => format!(
+            "A unique field already holds this value on another record{fields}; update that \
+             record instead, or use another value."
+        ),
+        "STRING_TOO_LONG" => format!(
+            "A text value is longer than the field allows{fields}; shorten it (the field's \
+             length is in crmb_get_object_fields)."
+        ),
+        "QUERY_TIMEOUT" => "The query ran too long: add selective WHERE filters (on indexed \
+             fields such as Id, Name, CreatedDate or lookups) or a LIMIT."
+            .into(),
+        "INVALID_QUERY_LOCATOR" => "The paging cursor has expired: run the query again \
+             without a cursor."
+            .into(),
+        _ => "Salesforce refused the request; see the message.".into(),
+    }
+}
+
+fn api_usage(response: &Response) -> String {
+    response
+        .header("sforce-limit-info")
+        .map(|v| format!(" Usage: {v}."))
+        .unwrap_or_default()
+}
+
+fn crm_error_json(status: u16, errors: &[SalesforceError], hint: String) -> String {
+    let errors: Vec<_> = errors
+        .iter()
+        .map(|e| json!({"code": e.error_code, "message": e.message, "fields": e.fields}))
+        .collect();
+    json!({"crm": "salesforce", "status": status, "errors": errors, "hint": hint}).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(status: u16, code: &str, message: &str, fields: &[&str]) -> Response {
+        Response {
+            status,
+            headers: vec![("sforce-limit-info".into(), "api-usage=15000/15000".into())],
+            body: json!([{"message": message, "errorCode": code, "fields": fields}])
+                .to_string()
+                .into_bytes(),
+        }
+    }
+
+    fn crm_error(err: ToolError) -> serde_json::Value {
+        match err {
+            ToolError::CrmError(text) => serde_json::from_str(&text).unwrap(),
+            other => panic!("expected crm-error, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn invalid_session_means_reconnect() {
+        let err = map_error(&answer(401, "INVALID_SESSION_ID", "Session expired or invalid", &[]), "x");
+        assert!(matches!(&err, ToolError::NotConnected(m) if m.contains("reconnect Salesforce")), "{err:?}");
+    }
+
+    #[test]
+    fn permission_errors_are_forbidden_and_explain_whose_permissions() {
+        for code in ["INSUFFICIENT_ACCESS_OR_READONLY", "INSUFFICIENT_ACCESS"] {
+            let err = map_error(&answer(403, code, "insufficient access rights on object id", &[]), "x");
+            assert!(matches!(&err, ToolError::Forbidden(m) if m.contains(code) && m.contains("admin")), "{err:?}");
+        }
+    }
+
+    #[test]
+    fn api_disabled_explains_edition_and_licence() {
+        let err = map_error(&answer(403, "API_DISABLED_FOR_ORG", "API is not enabled for this Organization or Partner", &[]), "x");
+        assert!(matches!(&err, ToolError::Forbidden(m) if m.contains("edition or licence")), "{err:?}");
+    }
+
+    #[test]
+    fn request_limit_is_the_orgs_api_allowance() {
+        let err = map_error(&answer(403, "REQUEST_LIMIT_EXCEEDED", "TotalRequests Limit exceeded.", &[]), "x");
+        assert!(
+            matches!(&err, ToolError::Unavailable(m) if m.contains("API request limit") && m.contains("15000/15000")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn not_found_names_the_subject() {
+        let err = map_error(&answer(404, "NOT_FOUND", "The requested resource does not exist", &[]), "Account 001000000000001AAA");
+        assert!(matches!(&err, ToolError::NotFound(m) if m.contains("Account 001000000000001AAA")), "{err:?}");
+    }
+
+    #[test]
+    fn invalid_field_keeps_codes_and_points_to_describe() {
+        let v = crm_error(map_error(&answer(400, "INVALID_FIELD", "No such column 'Nmae' on entity 'Account'.", &["Nmae"]), "x"));
+        assert_eq!(v["status"], 400);
+        assert_eq!(v["errors"][0]["code"], "INVALID_FIELD");
+        assert_eq!(v["errors"][0]["fields"][0], "Nmae");
+        assert!(v["hint"].as_str().unwrap().contains("crmb_get_object_fields"));
+    }
+
+    #[test]
+    fn write_rejections_name_the_fields() {
+        for code in ["REQUIRED_FIELD_MISSING", "FIELD_CUSTOM_VALIDATION_EXCEPTION", "INVALID_CROSS_REFERENCE_KEY", "DUPLICATE_VALUE", "STRING_TOO_LONG"] {
+            let v = crm_error(map_error(&answer(400, code, "rejected", &["StageName"]), "x"));
+            assert_eq!(v["errors"][0]["code"], code);
+            assert!(v["hint"].as_str().unwrap().contains("StageName"), "{code}: {v}");
+        }
+    }
+
+    #[test]
+    fn query_errors_suggest_the_fix() {
+        for (code, word) in [("MALFORMED_QUERY", "SOQL"), ("INVALID_TYPE", "object name"), ("QUERY_TIMEOUT", "WHERE"), ("INVALID_QUERY_LOCATOR", "without a cursor")] {
+            let v = crm_error(map_error(&answer(400, code, "m", &[]), "x"));
+            assert!(v["hint"].as_str().unwrap().contains(word), "{code}: {v}");
+        }
+    }
+
+    #[test]
+    fn server_failures_and_rate_limits() {
+        for status in [500, 502, 503] {
+            let err = map_error(&Response { status, headers: vec![], body: b"<html>oops</html>".to_vec() }, "x");
+            assert!(matches!(err, ToolError::Unavailable(_)), "{status}: {err:?}");
+        }
+        let err = map_error(&Response { status: 429, headers: vec![("retry-after".into(), "7".into())], body: vec![] }, "x");
+        assert_eq!(err, ToolError::RateLimited(Some(7)));
+    }
+}

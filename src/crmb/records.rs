@@ -1,0 +1,84 @@
+//! Salesforce record JSON made ready for the assistant: `attributes` removed, a `record_url`
+//! added wherever a record has an Id and a type, parents and child rows included.
+
+use super::ids::{ApiName, SalesforceId};
+use super::record_url::InstanceUrl;
+use serde_json::{Map, Value};
+
+/// Maps one record (and everything nested in it) in place.
+pub fn map_record(record: &mut Value, instance: Option<&InstanceUrl>) {
+    let Value::Object(fields) = record else {
+        return;
+    };
+    let record_type = fields
+        .remove("attributes")
+        .and_then(|a| a.get("type").and_then(Value::as_str).map(str::to_string));
+    for value in fields.values_mut() {
+        map_nested(value, instance);
+    }
+    if let (Some(instance), Some(record_type)) = (instance, record_type)
+        && let Some(url) = url_for(fields, &record_type, instance)
+    {
+        fields.insert("record_url".into(), Value::String(url));
+    }
+}
+
+/// A field value: a parent record (an object with attributes), a child query result
+/// (`{totalSize, done, records}`), or a plain value left as it is.
+fn map_nested(value: &mut Value, instance: Option<&InstanceUrl>) {
+    let Value::Object(inner) = value else {
+        return;
+    };
+    if inner.contains_key("attributes") {
+        map_record(value, instance);
+    } else if let Some(Value::Array(rows)) = inner.get_mut("records") {
+        rows.iter_mut().for_each(|row| map_record(row, instance));
+    }
+}
+
+fn url_for(fields: &Map<String, Value>, record_type: &str, instance: &InstanceUrl) -> Option<String> {
+    // Aggregate rows (type AggregateResult) have no Id, so they get no URL.
+    let id = SalesforceId::parse(fields.get("Id")?.as_str()?).ok()?;
+    let object = ApiName::parse(record_type).ok()?;
+    Some(instance.record_url(&object, &id).to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn parents_children_and_aggregates() {
+        let instance = InstanceUrl::parse("https://acme.my.salesforce.com").unwrap();
+        let mut record = json!({
+            "attributes": {"type": "Opportunity", "url": "/services/data/v65.0/sobjects/Opportunity/006000000000001AAA"},
+            "Id": "006000000000001AAA",
+            "Name": "Big deal",
+            "Account": {"attributes": {"type": "Account", "url": "/x"}, "Id": "001000000000001AAA", "Name": "Acme"},
+            "Owner": null,
+            "OpportunityContactRoles": {"totalSize": 1, "done": true, "records": [
+                {"attributes": {"type": "OpportunityContactRole", "url": "/y"}, "Id": "00K000000000001EAA", "Role": "Buyer"}
+            ]},
+        });
+        map_record(&mut record, Some(&instance));
+        assert_eq!(record["record_url"], "https://acme.lightning.force.com/lightning/r/Opportunity/006000000000001AAA/view");
+        assert_eq!(record["Account"]["record_url"], "https://acme.lightning.force.com/lightning/r/Account/001000000000001AAA/view");
+        assert!(record["Account"].get("attributes").is_none());
+        assert_eq!(record["Owner"], Value::Null);
+        let child = &record["OpportunityContactRoles"]["records"][0];
+        assert!(child.get("attributes").is_none());
+        assert!(child["record_url"].as_str().unwrap().contains("/OpportunityContactRole/00K000000000001EAA/"));
+
+        let mut aggregate = json!({"attributes": {"type": "AggregateResult"}, "expr0": 42});
+        map_record(&mut aggregate, Some(&instance));
+        assert_eq!(aggregate, json!({"expr0": 42}));
+    }
+
+    #[test]
+    fn without_an_instance_url_attributes_still_go() {
+        let mut record = json!({"attributes": {"type": "Account"}, "Id": "001000000000001AAA"});
+        map_record(&mut record, None);
+        assert_eq!(record, json!({"Id": "001000000000001AAA"}));
+    }
+}

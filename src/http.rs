@@ -1,0 +1,128 @@
+//! Requests and responses as plain data, and the transport seam between the core and WASI.
+
+use std::time::Duration;
+use url::Url;
+
+/// The HTTP methods this plugin can send.
+///
+/// There is deliberately no `Delete`: the product never deletes CRM data, so a delete request
+/// cannot even be written down. The host refuses one as well.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    Get,
+    Post,
+    Patch,
+    Put,
+}
+
+impl Method {
+    /// The method as it appears on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+            Method::Patch => "PATCH",
+            Method::Put => "PUT",
+        }
+    }
+}
+
+/// Whether re-sending a request can change CRM data.
+///
+/// Reads may be retried after transient failures; writes are sent at most once, because a
+/// second create after a lost response would duplicate the record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Reads only (GET, and POST searches): safe to retry.
+    Read,
+    /// Creates or changes data: never re-sent once it may have reached the CRM.
+    Write,
+}
+
+/// One outgoing request, fully built and validated; the transport only carries it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub method: Method,
+    pub url: Url,
+    pub effect: Effect,
+    /// JSON body, when the call has one.
+    pub body: Option<Vec<u8>>,
+}
+
+impl Request {
+    /// A read with no body.
+    pub fn get(url: Url) -> Self {
+        Request {
+            method: Method::Get,
+            url,
+            effect: Effect::Read,
+            body: None,
+        }
+    }
+
+    /// A request carrying a JSON body.
+    pub fn json(method: Method, url: Url, effect: Effect, body: &serde_json::Value) -> Self {
+        Request {
+            method,
+            url,
+            effect,
+            body: Some(body.to_string().into_bytes()),
+        }
+    }
+}
+
+/// A response as read from the transport (the body already bounded in size).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Response {
+    pub status: u16,
+    /// Header names are lower-case.
+    pub headers: Vec<(String, String)>,
+    pub body: Vec<u8>,
+}
+
+impl Response {
+    /// The first value of a header, by lower-case name.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    pub fn is_success(&self) -> bool {
+        (200..300).contains(&self.status)
+    }
+}
+
+/// Why a request got no response. Each case says whether the request may have reached the CRM,
+/// which decides whether a write can be reported as not done or only as outcome unknown.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TransportError {
+    /// The request never left: connection refused, DNS failure, or the host denied it.
+    #[error("the request was not sent: {0}")]
+    NotSent(String),
+    /// No answer in time; the CRM may have received and acted on the request.
+    #[error("no response within {0:?}")]
+    Timeout(Duration),
+    /// The connection broke after the request was sent.
+    #[error("the connection failed after the request was sent: {0}")]
+    Interrupted(String),
+    /// The response body was larger than the configured limit and was not read.
+    #[error("the response was larger than the {limit}-byte limit")]
+    ResponseTooLarge { limit: usize },
+}
+
+impl TransportError {
+    /// True when the CRM may have seen the request.
+    pub fn may_have_reached_crm(&self) -> bool {
+        !matches!(self, TransportError::NotSent(_))
+    }
+}
+
+/// Carries requests to the broker. The component implements it over `wasi:http`; tests use
+/// scripted fakes.
+pub trait Transport {
+    fn send(&mut self, request: &Request) -> Result<Response, TransportError>;
+    /// Waits before a retry (a monotonic-clock sleep in the component).
+    fn sleep(&mut self, duration: Duration);
+}

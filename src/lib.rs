@@ -1,0 +1,19 @@
+//! crm-plugin: safe, scoped CRM tools for an AI assistant, as a WebAssembly component.
+//!
+//! Everything here is a pure core (input validation, request building, response mapping) that
+//! compiles and unit-tests natively. The only code that touches WASI lives in the `component`
+//! module, compiled for `wasm32` alone: it turns the core's [`http::Request`] values into
+//! `wasi:http` calls and exports the `tools` interface.
+
+pub mod client;
+pub mod config;
+pub mod context;
+pub mod crmb;
+pub mod error;
+pub mod http;
+pub mod proxy;
+pub mod schema;
+pub mod tools;
+
+#[cfg(target_arch = "wasm32")]
+mod component;
