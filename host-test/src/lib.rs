@@ -1,1 +1,26 @@
+//! The wasmtime host for crm-plugin.
+//!
+//! One [`Runtime`] (engine, pooling allocator, epoch ticker, linker) loads components once and
+//! pre-instantiates them. A [`Host`] keeps a registry of tenants, each with its component
+//! version, configuration and credential, and runs every tool call in a fresh store. Outgoing
+//! HTTP goes through [`hooks::BrokerHooks`], which adds the tenant's credential, allows only the
+//! tenant's broker and refuses DELETE, and then to a [`backend::Backend`]: the real network, the
+//! built-in sandbox CRM, or a scripted stub for tests. An [`audit::AuditLog`] records every call
+//! and request.
 
+pub mod audit;
+pub mod backend;
+pub mod bindings;
+pub mod hooks;
+pub mod host;
+pub mod runtime;
+pub mod sandbox;
+pub mod stub;
+
+pub use audit::AuditLog;
+pub use backend::Backend;
+pub use host::{CallError, CallRequest, Host, TenantSpec};
+pub use runtime::{HostLimits, PluginVersion, Runtime};
+
+/// The component built by this crate's build script.
+pub const COMPONENT_PATH: &str = env!("CRM_PLUGIN_WASM");

@@ -1,1 +1,228 @@
-fn main(){}
+//! `crm-host`: the command-line front of the host. By default it runs the component against
+//! the built-in sandbox CRM; `--proxy-base` sends real HTTPS to a broker instead.
+
+use crm_host::backend::NetworkBackend;
+use crm_host::hooks::Credential;
+use crm_host::sandbox::{SANDBOX_INSTANCE_URL, SandboxCrm};
+use crm_host::{AuditLog, Backend, CallError, CallRequest, Host, HostLimits, Runtime, TenantSpec};
+use serde_json::{Value, json};
+use std::process::ExitCode;
+use std::sync::Arc;
+use url::Url;
+
+const USAGE: &str = "\
+crm-host: run the crm-plugin component
+
+USAGE:
+    crm-host [OPTIONS] demo                   a short tour against the sandbox CRM (the default)
+    crm-host [OPTIONS] tools                  print the tool specs as JSON
+    crm-host [OPTIONS] call <tool> '<json>'   run one tool and print its JSON result
+
+OPTIONS:
+    --tenant <id>           tenant (workspace) id [default: acme]
+    --user <id>             workspace user the call acts for [default: demo-user]
+    --scopes <a,b,...>      CRM A scopes the tenant granted [default: the spec's required scopes]
+    --instance-url <url>    Salesforce org URL for record links [sandbox: its own org]
+    --proxy-base <url>      use a real broker at this https URL; the credential is read from
+                            the CRM_PROXY_CREDENTIAL environment variable, other CRM_* variables
+                            are passed to the component as configuration
+    --component <path>      component to load [default: the one this build made]
+    --audit <path|->        append audit JSON lines to a file, or '-' for stderr
+";
+
+/// The CRM A scopes the spec lists as required, granted by default in the sandbox.
+const DEFAULT_SCOPES: &str = "crm.objects.companies.read,crm.objects.companies.write,\
+crm.objects.contacts.read,crm.objects.contacts.write,crm.objects.deals.read,\
+crm.objects.deals.write,crm.objects.owners.read,crm.objects.users.read,crm.schemas.custom.read,\
+oauth,sales-email-read,settings.users.read,settings.users.teams.read";
+
+struct Options {
+    tenant: String,
+    user: String,
+    scopes: Vec<String>,
+    instance_url: Option<String>,
+    proxy_base: Option<Url>,
+    component: String,
+    audit: Option<String>,
+    command: Vec<String>,
+}
+
+fn parse(args: Vec<String>) -> Result<Options, String> {
+    let mut options = Options {
+        tenant: "acme".into(),
+        user: "demo-user".into(),
+        scopes: split_scopes(DEFAULT_SCOPES),
+        instance_url: None,
+        proxy_base: None,
+        component: crm_host::COMPONENT_PATH.into(),
+        audit: None,
+        command: Vec::new(),
+    };
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
+        match arg.as_str() {
+            "--tenant" => options.tenant = value("--tenant")?,
+            "--user" => options.user = value("--user")?,
+            "--scopes" => options.scopes = split_scopes(&value("--scopes")?),
+            "--instance-url" => options.instance_url = Some(value("--instance-url")?),
+            "--proxy-base" => {
+                let text = value("--proxy-base")?;
+                options.proxy_base = Some(Url::parse(&text).map_err(|e| format!("--proxy-base {text}: {e}"))?);
+            }
+            "--component" => options.component = value("--component")?,
+            "--audit" => options.audit = Some(value("--audit")?),
+            "-h" | "--help" => return Err(String::new()),
+            flag if flag.starts_with("--") => return Err(format!("unknown option {flag}")),
+            _ => {
+                options.command.push(arg);
+                options.command.extend(args.by_ref());
+            }
+        }
+    }
+    Ok(options)
+}
+
+fn split_scopes(text: &str) -> Vec<String> {
+    text.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect()
+}
+
+fn main() -> ExitCode {
+    let options = match parse(std::env::args().skip(1).collect()) {
+        Ok(options) => options,
+        Err(problem) => {
+            if !problem.is_empty() {
+                eprintln!("error: {problem}\n");
+            }
+            eprint!("{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    match runtime.block_on(run(options)) {
+        Ok(code) => code,
+        Err(problem) => {
+            print_json(&json!({"error": {"kind": "host-error", "message": problem}}));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(options: Options) -> Result<ExitCode, String> {
+    let audit = match options.audit.as_deref() {
+        None => AuditLog::discard(),
+        Some("-") => AuditLog::to_writer(Box::new(std::io::stderr())),
+        Some(path) => AuditLog::to_file(path.as_ref()).map_err(|e| format!("--audit {path}: {e}"))?,
+    };
+    let runtime = Arc::new(Runtime::new(HostLimits::default()).map_err(|e| format!("starting wasmtime: {e}"))?);
+    let wasm = std::fs::read(&options.component).map_err(|e| format!("reading {}: {e}", options.component))?;
+    let plugin = runtime.load(&wasm).map_err(|e| format!("loading {}: {e}", options.component))?;
+
+    let (backend, spec, instance_url): (Arc<dyn Backend>, TenantSpec, Option<String>) = match &options.proxy_base {
+        Some(proxy_base) => {
+            let credential = std::env::var("CRM_PROXY_CREDENTIAL")
+                .map_err(|_| "real-broker mode needs CRM_PROXY_CREDENTIAL in the environment".to_string())?;
+            let limits = runtime.limits();
+            let backend = NetworkBackend {
+                max_response_bytes: 64 << 20,
+                timeout: limits.http_timeout,
+            };
+            let settings = std::env::vars().filter(|(k, _)| k.starts_with("CRM_") && k != "CRM_PROXY_CREDENTIAL").collect();
+            let spec = TenantSpec {
+                tenant_id: options.tenant.clone(),
+                proxy_base: proxy_base.clone(),
+                credential: Credential::new(credential),
+                settings,
+            };
+            (Arc::new(backend), spec, options.instance_url.clone())
+        }
+        None => {
+            if !SandboxCrm::tenants().any(|t| t == options.tenant) {
+                let known: Vec<_> = SandboxCrm::tenants().collect();
+                return Err(format!("the sandbox has tenants {}; not {:?}", known.join(", "), options.tenant));
+            }
+            let instance = options.instance_url.clone().unwrap_or_else(|| SANDBOX_INSTANCE_URL.into());
+            (Arc::new(SandboxCrm::new()), SandboxCrm::tenant_spec(&options.tenant), Some(instance))
+        }
+    };
+    let sandbox = options.proxy_base.is_none();
+    let host = Host::new(runtime, backend, audit);
+    host.add_tenant(spec, plugin).map_err(|e| e.to_string())?;
+    let request = |tool: &str, input: &str| CallRequest {
+        tenant_id: options.tenant.clone(),
+        user_id: options.user.clone(),
+        granted_scopes: options.scopes.clone(),
+        instance_url: instance_url.clone(),
+        tool: tool.into(),
+        input: input.into(),
+    };
+
+    match options.command.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+        ["tools"] => {
+            let specs = host.list_tools(&options.tenant).await.map_err(|e| e.to_string())?;
+            let specs: Vec<Value> = specs
+                .into_iter()
+                .map(|s| {
+                    json!({
+                        "name": s.name,
+                        "description": s.description,
+                        "input_schema": serde_json::from_str::<Value>(&s.input_schema).unwrap_or(Value::String(s.input_schema)),
+                        "read_only": s.read_only,
+                    })
+                })
+                .collect();
+            print_json(&Value::Array(specs));
+            Ok(ExitCode::SUCCESS)
+        }
+        ["call", tool, input] => Ok(report(host.call(request(tool, input)).await)),
+        ["call", ..] => Err("usage: call <tool> '<json input>'".into()),
+        [] | ["demo"] if sandbox => demo(&host, &request).await,
+        ["demo"] => Err("the demo runs against the sandbox only; drop --proxy-base".into()),
+        [] => Err("give a command: tools, or call <tool> '<json>'".into()),
+        other => Err(format!("unknown command {:?}; see --help", other.join(" "))),
+    }
+}
+
+/// Prints a call's result, or `{"error": {...}}`, and picks the exit code.
+fn report(result: Result<String, CallError>) -> ExitCode {
+    match result {
+        Ok(output) => {
+            print_json(&serde_json::from_str(&output).unwrap_or(Value::String(output)));
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            let message = match &err {
+                CallError::Tool(e) => e.message(),
+                other => other.to_string(),
+            };
+            print_json(&json!({"error": {"kind": err.kind(), "message": message}}));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn print_json(value: &Value) {
+    println!("{}", serde_json::to_string_pretty(value).expect("JSON prints"));
+}
+
+/// A short tour: what a newcomer should see the plugin do.
+async fn demo(host: &Host, request: &dyn Fn(&str, &str) -> CallRequest) -> Result<ExitCode, String> {
+    let tools = host.list_tools("acme").await.map_err(|e| e.to_string())?;
+    println!("# crm-plugin against the sandbox CRM (tenant acme)\n");
+    println!("## Tools this build offers");
+    for tool in &tools {
+        println!("- {}{}", tool.name, if tool.read_only { " (read-only)" } else { "" });
+    }
+    let steps: &[(&str, &str, &str)] = &[
+        ("Fetch an account with chosen fields", "crmb_get_record", r#"{"object":"Account","record_id":"0015gA000000001ABA","fields":["Name","Industry","AnnualRevenue"]}"#),
+        ("Build a link to an opportunity", "crmb_generate_record_url", r#"{"object":"Opportunity","record_id":"0065gA000000001ABA"}"#),
+        ("A mistyped id is refused before anything is sent", "crmb_get_record", r#"{"object":"Account","record_id":"0015gA000000001ABX"}"#),
+        ("A record the CRM does not have", "crmb_get_record", r#"{"object":"Contact","record_id":"0035gA000000099ABA"}"#),
+    ];
+    for (title, tool, input) in steps {
+        println!("\n## {title}\n$ crm-host call {tool} '{input}'");
+        report(host.call(request(tool, input)).await);
+    }
+    println!("\nRun `crm-host --help` for more; `--audit -` shows the audit trail.");
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,48 @@
+//! Host bindings for the `plugin` world; every WASI import maps to wasmtime's own.
+
+wasmtime::component::bindgen!({
+    path: "../wit",
+    world: "plugin",
+    exports: { default: async },
+    with: {
+        "wasi:http": wasmtime_wasi_http::p2::bindings::http,
+        "wasi:io": wasmtime_wasi::p2::bindings::io,
+        "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
+    },
+    require_store_data_send: true,
+});
+
+pub use exports::crm::plugin::tools::{CallContext, ToolError, ToolSpec};
+
+impl ToolError {
+    /// The WIT case name.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ToolError::NotConnected(_) => "not-connected",
+            ToolError::MissingScopes(_) => "missing-scopes",
+            ToolError::Forbidden(_) => "forbidden",
+            ToolError::InvalidInput(_) => "invalid-input",
+            ToolError::NotFound(_) => "not-found",
+            ToolError::RateLimited(_) => "rate-limited",
+            ToolError::Unavailable(_) => "unavailable",
+            ToolError::OutcomeUnknown(_) => "outcome-unknown",
+            ToolError::CrmError(_) => "crm-error",
+        }
+    }
+
+    /// The case's payload as text.
+    pub fn message(&self) -> String {
+        match self {
+            ToolError::MissingScopes(scopes) => scopes.join(", "),
+            ToolError::RateLimited(Some(s)) => format!("retry in {s} s"),
+            ToolError::RateLimited(None) => "rate limited".into(),
+            ToolError::NotConnected(m)
+            | ToolError::Forbidden(m)
+            | ToolError::InvalidInput(m)
+            | ToolError::NotFound(m)
+            | ToolError::Unavailable(m)
+            | ToolError::OutcomeUnknown(m)
+            | ToolError::CrmError(m) => m.clone(),
+        }
+    }
+}

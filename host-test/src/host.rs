@@ -1,0 +1,232 @@
+//! The tenant registry and the call path.
+//!
+//! Each tenant has its own component version, configuration and credential. A call looks its
+//! tenant up once and keeps that entry to the end, so [`Host::swap`] can replace a tenant's
+//! component at any moment: calls in flight finish on the old version, new calls start on the
+//! new one, and none fails because of the swap.
+
+use crate::audit::{AuditEvent, AuditLog, millis};
+use crate::backend::Backend;
+use crate::bindings::{CallContext, ToolError, ToolSpec};
+use crate::hooks::{BrokerHooks, BrokerOrigin, Credential};
+use crate::runtime::{PluginVersion, Runtime};
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::Instant;
+use url::Url;
+use wasmtime_wasi::WasiCtx;
+
+/// The configuration variable that carries the broker URL into the component.
+const PROXY_BASE_VAR: &str = "CRM_PROXY_BASE";
+
+/// What the host knows about one tenant.
+#[derive(Debug, Clone)]
+pub struct TenantSpec {
+    pub tenant_id: String,
+    /// The tenant's broker, e.g. `https://broker.example.com`; the only origin its calls reach.
+    pub proxy_base: Url,
+    pub credential: Credential,
+    /// Non-secret settings passed to the component as environment variables (`CRM_*`,
+    /// documented in the README). `CRM_PROXY_BASE` is always taken from `proxy_base`.
+    pub settings: Vec<(String, String)>,
+}
+
+/// A registered tenant, immutable once built; a swap replaces the whole entry.
+struct TenantEntry {
+    tenant_id: Arc<str>,
+    origin: BrokerOrigin,
+    credential: Credential,
+    env: Vec<(String, String)>,
+    plugin: Arc<PluginVersion>,
+}
+
+/// One tool call as the host receives it.
+#[derive(Debug, Clone, Default)]
+pub struct CallRequest {
+    pub tenant_id: String,
+    pub user_id: String,
+    pub granted_scopes: Vec<String>,
+    pub instance_url: Option<String>,
+    pub tool: String,
+    pub input: String,
+}
+
+/// Why a call produced no tool result.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// The tool ran and returned a `tool-error`.
+    #[error("{}: {}", .0.kind(), .0.message())]
+    Tool(ToolError),
+    #[error("unknown tenant {0:?}")]
+    UnknownTenant(String),
+    #[error("tenant {0:?}: {1}")]
+    BadTenant(String, String),
+    /// The component trapped, ran out of memory or time, or could not be instantiated.
+    #[error("the plugin failed: {0}")]
+    Plugin(String),
+}
+
+impl CallError {
+    /// The outcome name used in audit lines and command-line errors.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            CallError::Tool(e) => e.kind(),
+            _ => "host-error",
+        }
+    }
+}
+
+/// The tenant registry and call path.
+pub struct Host {
+    runtime: Arc<Runtime>,
+    backend: Arc<dyn Backend>,
+    audit: AuditLog,
+    tenants: RwLock<HashMap<String, Arc<TenantEntry>>>,
+}
+
+impl Host {
+    pub fn new(runtime: Arc<Runtime>, backend: Arc<dyn Backend>, audit: AuditLog) -> Self {
+        Host {
+            runtime,
+            backend,
+            audit,
+            tenants: RwLock::default(),
+        }
+    }
+
+    pub fn runtime(&self) -> &Arc<Runtime> {
+        &self.runtime
+    }
+
+    /// Registers (or re-registers) a tenant with a component version.
+    pub fn add_tenant(&self, spec: TenantSpec, plugin: Arc<PluginVersion>) -> Result<(), CallError> {
+        let origin = BrokerOrigin::from_url(&spec.proxy_base)
+            .ok_or_else(|| CallError::BadTenant(spec.tenant_id.clone(), "the proxy base has no host".into()))?;
+        let mut env: Vec<(String, String)> = spec
+            .settings
+            .into_iter()
+            .filter(|(k, _)| k.starts_with("CRM_") && k != PROXY_BASE_VAR)
+            .collect();
+        env.push((PROXY_BASE_VAR.into(), spec.proxy_base.to_string()));
+        let entry = TenantEntry {
+            tenant_id: spec.tenant_id.as_str().into(),
+            origin,
+            credential: spec.credential,
+            env,
+            plugin,
+        };
+        self.tenants
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(spec.tenant_id, Arc::new(entry));
+        Ok(())
+    }
+
+    /// Replaces a tenant's component with one built from `wasm` (compiled once, outside any
+    /// lock). Calls already running keep the version they started with.
+    pub fn swap(&self, tenant_id: &str, wasm: &[u8]) -> Result<Arc<PluginVersion>, CallError> {
+        let plugin = self
+            .runtime
+            .load(wasm)
+            .map_err(|e| CallError::Plugin(format!("loading the new component: {e}")))?;
+        self.swap_version(tenant_id, plugin.clone())?;
+        Ok(plugin)
+    }
+
+    /// Replaces a tenant's component with an already loaded version.
+    pub fn swap_version(&self, tenant_id: &str, plugin: Arc<PluginVersion>) -> Result<(), CallError> {
+        let mut tenants = self.tenants.write().unwrap_or_else(|e| e.into_inner());
+        let old = tenants
+            .get(tenant_id)
+            .ok_or_else(|| CallError::UnknownTenant(tenant_id.into()))?;
+        let entry = TenantEntry {
+            tenant_id: old.tenant_id.clone(),
+            origin: old.origin.clone(),
+            credential: old.credential.clone(),
+            env: old.env.clone(),
+            plugin,
+        };
+        tenants.insert(tenant_id.into(), Arc::new(entry));
+        Ok(())
+    }
+
+    fn tenant(&self, tenant_id: &str) -> Result<Arc<TenantEntry>, CallError> {
+        self.tenants
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(tenant_id)
+            .cloned()
+            .ok_or_else(|| CallError::UnknownTenant(tenant_id.into()))
+    }
+
+    fn store(&self, entry: &TenantEntry) -> wasmtime::Store<crate::runtime::CallState> {
+        let limits = self.runtime.limits();
+        // Only this tenant's settings; no stdio, no filesystem, no sockets.
+        let wasi = WasiCtx::builder().envs(&entry.env).build();
+        let hooks = BrokerHooks {
+            tenant: entry.tenant_id.clone(),
+            origin: entry.origin.clone(),
+            credential: entry.credential.clone(),
+            backend: self.backend.clone(),
+            audit: self.audit.clone(),
+            max_timeout: limits.http_timeout,
+            max_request_bytes: limits.max_request_bytes,
+        };
+        self.runtime.store(wasi, hooks)
+    }
+
+    /// The tools the tenant's component offers.
+    pub async fn list_tools(&self, tenant_id: &str) -> Result<Vec<ToolSpec>, CallError> {
+        let entry = self.tenant(tenant_id)?;
+        let mut store = self.store(&entry);
+        let plugin_error = |e: wasmtime::Error| CallError::Plugin(format!("{e:#}"));
+        let instance = entry.plugin.pre.instantiate_async(&mut store).await.map_err(plugin_error)?;
+        instance
+            .crm_plugin_tools()
+            .call_list_tools(&mut store)
+            .await
+            .map_err(plugin_error)
+    }
+
+    /// Runs one tool call in a fresh instance of the tenant's component, and audits it.
+    pub async fn call(&self, request: CallRequest) -> Result<String, CallError> {
+        let started = Instant::now();
+        let result = self.run(&request).await;
+        self.audit.record(AuditEvent::ToolCall {
+            tenant: request.tenant_id.clone(),
+            user: request.user_id.clone(),
+            tool: request.tool.clone(),
+            outcome: match &result {
+                Ok(_) => "ok".into(),
+                Err(e) => e.kind().into(),
+            },
+            duration_ms: millis(started.elapsed()),
+        });
+        result
+    }
+
+    async fn run(&self, request: &CallRequest) -> Result<String, CallError> {
+        let entry = self.tenant(&request.tenant_id)?;
+        let mut store = self.store(&entry);
+        let ctx = CallContext {
+            tenant_id: request.tenant_id.clone(),
+            user_id: request.user_id.clone(),
+            granted_scopes: request.granted_scopes.clone(),
+            instance_url: request.instance_url.clone(),
+        };
+        let timeout = self.runtime.limits().call_timeout;
+        let call = async {
+            let instance = entry.plugin.pre.instantiate_async(&mut store).await?;
+            instance
+                .crm_plugin_tools()
+                .call_call_tool(&mut store, &ctx, &request.tool, &request.input)
+                .await
+        };
+        match tokio::time::timeout(timeout, call).await {
+            Ok(Ok(Ok(output))) => Ok(output),
+            Ok(Ok(Err(tool_error))) => Err(CallError::Tool(tool_error)),
+            Ok(Err(trap)) => Err(CallError::Plugin(format!("{trap:#}"))),
+            Err(_) => Err(CallError::Plugin(format!("the call took longer than {timeout:?}"))),
+        }
+    }
+}

@@ -1,0 +1,189 @@
+//! The engine and the per-call store.
+//!
+//! One [`Engine`] with the pooling allocator and epoch interruption serves every tenant. A
+//! component is compiled once and pre-instantiated ([`PluginVersion`]); each call then gets a
+//! fresh [`Store`] with a memory limit and an epoch deadline, so calls share nothing.
+
+use crate::bindings::PluginPre;
+use crate::hooks::BrokerHooks;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreLimits, StoreLimitsBuilder};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+
+/// How often the epoch advances; deadlines are counted in these ticks.
+const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Bounds the host puts on every call, whatever the component or tenant asks for.
+#[derive(Debug, Clone, Copy)]
+pub struct HostLimits {
+    /// Linear memory per call.
+    pub memory_bytes: usize,
+    /// Wall-clock ceiling for one tool call, host waits included.
+    pub call_timeout: Duration,
+    /// Ceiling for one HTTP request.
+    pub http_timeout: Duration,
+    /// Largest request body a component may send.
+    pub max_request_bytes: usize,
+    /// Calls that may run at once (pooling allocator slots).
+    pub concurrent_calls: u32,
+}
+
+impl Default for HostLimits {
+    fn default() -> Self {
+        HostLimits {
+            memory_bytes: 128 << 20,
+            call_timeout: Duration::from_secs(120),
+            http_timeout: Duration::from_secs(30),
+            max_request_bytes: 4 << 20,
+            concurrent_calls: 64,
+        }
+    }
+}
+
+/// Everything one call's store holds: that tenant's WASI context and hooks, nothing shared.
+pub struct CallState {
+    wasi: WasiCtx,
+    http: WasiHttpCtx,
+    table: ResourceTable,
+    hooks: BrokerHooks,
+    limits: StoreLimits,
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl WasiHttpView for CallState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView {
+            ctx: &mut self.http,
+            table: &mut self.table,
+            hooks: &mut self.hooks,
+        }
+    }
+}
+
+/// A compiled, pre-instantiated component version.
+pub struct PluginVersion {
+    pub(crate) pre: PluginPre<CallState>,
+    /// Size of the component in bytes.
+    pub size: usize,
+}
+
+/// The shared engine, linker and compiled-component cache.
+pub struct Runtime {
+    engine: Engine,
+    linker: Linker<CallState>,
+    limits: HostLimits,
+    /// Compiled versions by their bytes, so the same component is compiled once.
+    loaded: Mutex<Vec<(Arc<[u8]>, Weak<PluginVersion>)>>,
+    stop_ticker: Arc<AtomicBool>,
+}
+
+impl Runtime {
+    pub fn new(limits: HostLimits) -> wasmtime::Result<Self> {
+        let mut pooling = PoolingAllocationConfig::default();
+        let slots = limits.concurrent_calls.max(1);
+        pooling
+            .total_component_instances(slots)
+            .total_core_instances(slots * 8)
+            .total_memories(slots)
+            .total_tables(slots * 4)
+            .total_stacks(slots)
+            .max_memory_size(limits.memory_bytes);
+        let mut config = Config::new();
+        config
+            .allocation_strategy(InstanceAllocationStrategy::Pooling(pooling))
+            .epoch_interruption(true);
+        let engine = Engine::new(&config)?;
+        let mut linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
+        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+
+        let stop_ticker = Arc::new(AtomicBool::new(false));
+        let ticker_engine = engine.weak();
+        let stop = stop_ticker.clone();
+        std::thread::Builder::new()
+            .name("epoch-ticker".into())
+            .spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(EPOCH_TICK);
+                    match ticker_engine.upgrade() {
+                        Some(engine) => engine.increment_epoch(),
+                        None => break,
+                    }
+                }
+            })
+            .map_err(|e| wasmtime::format_err!("starting the epoch ticker: {e}"))?;
+
+        Ok(Runtime {
+            engine,
+            linker,
+            limits,
+            loaded: Mutex::default(),
+            stop_ticker,
+        })
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    pub fn limits(&self) -> HostLimits {
+        self.limits
+    }
+
+    /// Compiles and pre-instantiates a component, or returns the version already loaded from
+    /// the same bytes.
+    pub fn load(&self, wasm: &[u8]) -> wasmtime::Result<Arc<PluginVersion>> {
+        let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
+        loaded.retain(|(_, version)| version.strong_count() > 0);
+        if let Some(version) = loaded
+            .iter()
+            .find(|(bytes, _)| **bytes == *wasm)
+            .and_then(|(_, v)| v.upgrade())
+        {
+            return Ok(version);
+        }
+        let component = Component::new(&self.engine, wasm)?;
+        let pre = PluginPre::new(self.linker.instantiate_pre(&component)?)?;
+        let version = Arc::new(PluginVersion { pre, size: wasm.len() });
+        loaded.push((wasm.into(), Arc::downgrade(&version)));
+        Ok(version)
+    }
+
+    /// A fresh store for one call, limited in memory and time.
+    pub(crate) fn store(&self, wasi: WasiCtx, hooks: BrokerHooks) -> Store<CallState> {
+        let state = CallState {
+            wasi,
+            http: WasiHttpCtx::new(),
+            table: ResourceTable::new(),
+            hooks,
+            limits: StoreLimitsBuilder::new()
+                .memory_size(self.limits.memory_bytes)
+                .instances(16)
+                .build(),
+        };
+        let mut store = Store::new(&self.engine, state);
+        store.limiter(|state| &mut state.limits);
+        let ticks = (self.limits.call_timeout.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64;
+        store.set_epoch_deadline(ticks);
+        store.epoch_deadline_trap();
+        store
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.stop_ticker.store(true, Ordering::Relaxed);
+    }
+}

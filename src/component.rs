@@ -1,0 +1,246 @@
+//! The thin shell: generated bindings, the `tools` export, and a [`Transport`] over
+//! `wasi:http/outgoing-handler`. Nothing here decides anything; it only moves data between
+//! WASI and the core.
+
+use crate::config::Config;
+use crate::context::CallContext;
+use crate::error::ToolError;
+use crate::http::{Method, Request, Response, Transport, TransportError};
+use crate::tools::{self, Session};
+use std::time::Duration;
+
+wit_bindgen::generate!({
+    world: "plugin",
+    path: "wit",
+    generate_all,
+});
+
+use exports::crm::plugin::tools as wit;
+use wasi::clocks::monotonic_clock;
+use wasi::http::outgoing_handler;
+use wasi::http::types::{
+    ErrorCode, Fields, IncomingBody, Method as WasiMethod, OutgoingBody, OutgoingRequest,
+    RequestOptions, Scheme,
+};
+use wasi::io::streams::StreamError;
+
+struct Plugin;
+
+impl wit::Guest for Plugin {
+    fn list_tools() -> Vec<wit::ToolSpec> {
+        tools::list_tools()
+            .into_iter()
+            .map(|spec| wit::ToolSpec {
+                name: spec.name.into(),
+                description: spec.description.into(),
+                input_schema: spec.input_schema,
+                read_only: spec.read_only,
+            })
+            .collect()
+    }
+
+    fn call_tool(ctx: wit::CallContext, name: String, input: String) -> Result<String, wit::ToolError> {
+        let ctx = CallContext {
+            tenant_id: ctx.tenant_id,
+            user_id: ctx.user_id,
+            granted_scopes: ctx.granted_scopes,
+            instance_url: ctx.instance_url,
+        };
+        let config = Config::from_vars(std::env::vars());
+        let max_response_bytes = config
+            .as_ref()
+            .map(|c| c.limits.max_response_bytes)
+            .unwrap_or_default();
+        let timeout = config.as_ref().map(|c| c.limits.http_timeout).unwrap_or_default();
+        let mut transport = WasiHttp {
+            max_response_bytes,
+            timeout,
+        };
+        let mut session = Session::new(&ctx, config.as_ref(), &mut transport);
+        tools::call_tool(&name, &input, &mut session).map_err(to_wit)
+    }
+}
+
+export!(Plugin);
+
+fn to_wit(err: ToolError) -> wit::ToolError {
+    match err {
+        ToolError::NotConnected(m) => wit::ToolError::NotConnected(m),
+        ToolError::MissingScopes(s) => wit::ToolError::MissingScopes(s),
+        ToolError::Forbidden(m) => wit::ToolError::Forbidden(m),
+        ToolError::InvalidInput(m) => wit::ToolError::InvalidInput(m),
+        ToolError::NotFound(m) => wit::ToolError::NotFound(m),
+        ToolError::RateLimited(s) => wit::ToolError::RateLimited(s),
+        ToolError::Unavailable(m) => wit::ToolError::Unavailable(m),
+        ToolError::OutcomeUnknown(m) => wit::ToolError::OutcomeUnknown(m),
+        ToolError::CrmError(m) => wit::ToolError::CrmError(m),
+    }
+}
+
+/// `wasi:http` as the core's transport.
+struct WasiHttp {
+    max_response_bytes: usize,
+    timeout: Duration,
+}
+
+/// Largest write `blocking-write-and-flush` accepts.
+const WRITE_CHUNK: usize = 4096;
+
+impl Transport for WasiHttp {
+    fn send(&mut self, request: &Request) -> Result<Response, TransportError> {
+        let outgoing = build_request(request)?;
+        let body = outgoing
+            .body()
+            .map_err(|()| TransportError::NotSent("the request body was already taken".into()))?;
+        let future = outgoing_handler::handle(outgoing, Some(self.options()))
+            .map_err(|code| TransportError::NotSent(format!("{code:?}")))?;
+        write_body(body, request.body.as_deref())?;
+        future.subscribe().block();
+        let response = match future.get() {
+            Some(Ok(Ok(response))) => response,
+            Some(Ok(Err(code))) => return Err(from_error_code(code, self.timeout)),
+            Some(Err(())) | None => {
+                return Err(TransportError::Interrupted("the response was lost".into()));
+            }
+        };
+        let status = response.status();
+        let headers = response
+            .headers()
+            .entries()
+            .into_iter()
+            .map(|(name, value)| (name.to_ascii_lowercase(), String::from_utf8_lossy(&value).into_owned()))
+            .collect();
+        let body = response
+            .consume()
+            .map_err(|()| TransportError::Interrupted("the response body was unavailable".into()))?;
+        let body = read_body(body, self.max_response_bytes, self.timeout)?;
+        Ok(Response { status, headers, body })
+    }
+
+    fn sleep(&mut self, duration: Duration) {
+        let nanos = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
+        monotonic_clock::subscribe_duration(nanos).block();
+    }
+}
+
+impl WasiHttp {
+    fn options(&self) -> RequestOptions {
+        let options = RequestOptions::new();
+        let nanos = Some(u64::try_from(self.timeout.as_nanos()).unwrap_or(u64::MAX));
+        // The host may refuse or clamp these; it enforces its own ceiling either way.
+        let _ = options.set_connect_timeout(nanos);
+        let _ = options.set_first_byte_timeout(nanos);
+        let _ = options.set_between_bytes_timeout(nanos);
+        options
+    }
+}
+
+fn build_request(request: &Request) -> Result<OutgoingRequest, TransportError> {
+    let not_sent = |what: &str| TransportError::NotSent(what.to_string());
+    let headers = Fields::new();
+    headers
+        .append("accept", b"application/json")
+        .map_err(|_| not_sent("header accept"))?;
+    if request.body.is_some() {
+        headers
+            .append("content-type", b"application/json")
+            .map_err(|_| not_sent("header content-type"))?;
+    }
+    let outgoing = OutgoingRequest::new(headers);
+    // Exhaustive over the core's methods, which have no DELETE.
+    let method = match request.method {
+        Method::Get => WasiMethod::Get,
+        Method::Post => WasiMethod::Post,
+        Method::Patch => WasiMethod::Patch,
+        Method::Put => WasiMethod::Put,
+    };
+    let url = &request.url;
+    let scheme = match url.scheme() {
+        "https" => Scheme::Https,
+        "http" => Scheme::Http,
+        other => return Err(not_sent(&format!("unsupported scheme {other}"))),
+    };
+    let authority = match url.port() {
+        Some(port) => format!("{}:{port}", url.host_str().unwrap_or_default()),
+        None => url.host_str().unwrap_or_default().to_string(),
+    };
+    let path = match url.query() {
+        Some(query) => format!("{}?{query}", url.path()),
+        None => url.path().to_string(),
+    };
+    outgoing.set_method(&method).map_err(|()| not_sent("method"))?;
+    outgoing.set_scheme(Some(&scheme)).map_err(|()| not_sent("scheme"))?;
+    outgoing.set_authority(Some(&authority)).map_err(|()| not_sent("authority"))?;
+    outgoing.set_path_with_query(Some(&path)).map_err(|()| not_sent("path"))?;
+    Ok(outgoing)
+}
+
+fn write_body(body: OutgoingBody, bytes: Option<&[u8]>) -> Result<(), TransportError> {
+    let interrupted = |what: String| TransportError::Interrupted(what);
+    {
+        let stream = body
+            .write()
+            .map_err(|()| interrupted("the request body stream was unavailable".into()))?;
+        for chunk in bytes.unwrap_or_default().chunks(WRITE_CHUNK) {
+            stream
+                .blocking_write_and_flush(chunk)
+                .map_err(|e| interrupted(format!("writing the request body: {e:?}")))?;
+        }
+    }
+    OutgoingBody::finish(body, None).map_err(|code| interrupted(format!("{code:?}")))
+}
+
+fn read_body(body: IncomingBody, limit: usize, timeout: Duration) -> Result<Vec<u8>, TransportError> {
+    let mut bytes = Vec::new();
+    {
+        let stream = body
+            .stream()
+            .map_err(|()| TransportError::Interrupted("the response body stream was unavailable".into()))?;
+        loop {
+            match stream.blocking_read(64 * 1024) {
+                Ok(chunk) => {
+                    if bytes.len() + chunk.len() > limit {
+                        return Err(TransportError::ResponseTooLarge { limit });
+                    }
+                    bytes.extend_from_slice(&chunk);
+                }
+                Err(StreamError::Closed) => break,
+                Err(StreamError::LastOperationFailed(err)) => {
+                    let code = wasi::http::types::http_error_code(&err);
+                    return Err(match code {
+                        Some(code) => from_error_code(code, timeout),
+                        None => TransportError::Interrupted(err.to_debug_string()),
+                    });
+                }
+            }
+        }
+    }
+    drop(IncomingBody::finish(body));
+    Ok(bytes)
+}
+
+/// Sorts `wasi:http` error codes by whether the request may have reached the CRM.
+fn from_error_code(code: ErrorCode, timeout: Duration) -> TransportError {
+    match code {
+        ErrorCode::DnsTimeout
+        | ErrorCode::DnsError(_)
+        | ErrorCode::DestinationNotFound
+        | ErrorCode::DestinationUnavailable
+        | ErrorCode::DestinationIpProhibited
+        | ErrorCode::DestinationIpUnroutable
+        | ErrorCode::ConnectionRefused
+        | ErrorCode::ConnectionTimeout
+        | ErrorCode::TlsProtocolError
+        | ErrorCode::TlsCertificateError
+        | ErrorCode::TlsAlertReceived(_)
+        | ErrorCode::HttpRequestDenied
+        | ErrorCode::HttpRequestMethodInvalid
+        | ErrorCode::HttpRequestUriInvalid
+        | ErrorCode::HttpRequestUriTooLong => TransportError::NotSent(format!("{code:?}")),
+        ErrorCode::ConnectionReadTimeout | ErrorCode::HttpResponseTimeout => {
+            TransportError::Timeout(timeout)
+        }
+        ErrorCode::HttpResponseBodySize(_) => TransportError::ResponseTooLarge { limit: 0 },
+        other => TransportError::Interrupted(format!("{other:?}")),
+    }
+}
