@@ -4,39 +4,82 @@
 //! The nested cargo uses its own target directory, so it never waits on the outer build's lock
 //! and never shares (or flips) dependency features with the native build.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
-    let root = manifest_dir.parent().expect("host-test sits in the workspace root").to_path_buf();
-    for watched in ["src", "wit", "Cargo.toml", "Cargo.lock"] {
+    let root = manifest_dir
+        .parent()
+        .expect("host-test sits in the workspace root")
+        .to_path_buf();
+    for watched in [
+        "src",
+        "wit",
+        "Cargo.toml",
+        "Cargo.lock",
+        "host-test/guests/probe/src",
+        "host-test/guests/probe/Cargo.toml",
+    ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
     println!("cargo:rerun-if-env-changed=CRM_PLUGIN_TARGET_DIR");
 
     let target_dir = std::env::var_os("CRM_PLUGIN_TARGET_DIR")
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("CARGO_TARGET_DIR").map(|d| PathBuf::from(d).join("component")))
+        .or_else(|| {
+            std::env::var_os("CARGO_TARGET_DIR").map(|d| PathBuf::from(d).join("component"))
+        })
         .unwrap_or_else(|| root.join("target").join("component"));
+    let plugin = build_component(&root, &target_dir, &["-p", "crm-plugin"], "crm_plugin");
+    println!("cargo:rustc-env=CRM_PLUGIN_WASM={}", plugin.display());
+    // The hostile probe guest the end-to-end tests load next to the real component.
+    let probe = build_component(
+        &root,
+        &target_dir,
+        &["--manifest-path", "host-test/guests/probe/Cargo.toml"],
+        "probe_guest",
+    );
+    println!("cargo:rustc-env=CRM_PROBE_WASM={}", probe.display());
+}
+
+/// Runs `cargo build --release --target wasm32-wasip2` for one package and returns the
+/// component's path.
+fn build_component(root: &Path, target_dir: &Path, package: &[&str], artifact: &str) -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
-        .current_dir(&root)
-        .args(["build", "--release", "--locked", "--target", "wasm32-wasip2", "-p", "crm-plugin"])
-        .env("CARGO_TARGET_DIR", &target_dir)
+        .current_dir(root)
+        .args([
+            "build",
+            "--release",
+            "--locked",
+            "--target",
+            "wasm32-wasip2",
+        ])
+        .args(package)
+        .env("CARGO_TARGET_DIR", target_dir)
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
         .env_remove("CARGO_BUILD_TARGET")
         .env_remove("CARGO_MAKEFLAGS")
+        // `cargo clippy` wraps rustc; the component is linted by its own clippy run instead
+        // (see .ci/run), so switching between test and clippy never rebuilds it.
+        .env_remove("RUSTC_WORKSPACE_WRAPPER")
+        .env_remove("RUSTC_WRAPPER")
+        .env_remove("CLIPPY_ARGS")
         .status()
-        .expect("running cargo to build the component");
+        .expect("running cargo to build a component");
     if !status.success() {
         panic!(
-            "building the crm-plugin component failed; is the target installed? \
-             (`rustup target add wasm32-wasip2`)"
+            "building {artifact} for wasm32-wasip2 failed (see the compiler output above); \
+             if the target is missing: `rustup target add wasm32-wasip2`"
         );
     }
-    let wasm = target_dir.join("wasm32-wasip2/release/crm_plugin.wasm");
-    assert!(wasm.exists(), "the component was not produced at {}", wasm.display());
-    println!("cargo:rustc-env=CRM_PLUGIN_WASM={}", wasm.display());
+    let wasm = target_dir.join(format!("wasm32-wasip2/release/{artifact}.wasm"));
+    assert!(
+        wasm.exists(),
+        "the component was not produced at {}",
+        wasm.display()
+    );
+    wasm
 }

@@ -27,7 +27,10 @@ pub fn execute(
         match transport.send(request) {
             Ok(response) => {
                 if request.effect == Effect::Write && is_gateway_failure(response.status) {
-                    return Err(write_unknown(request, &format!("the CRM answered {}", response.status)));
+                    return Err(write_unknown(
+                        request,
+                        &format!("the CRM answered {}", response.status),
+                    ));
                 }
                 if last || !is_transient(response.status) {
                     return Ok(response);
@@ -70,7 +73,10 @@ fn is_gateway_failure(status: u16) -> bool {
 
 fn backoff(attempt: u32, limits: &Limits) -> Duration {
     let factor = 1u32 << (attempt - 1).min(16);
-    limits.retry_base.saturating_mul(factor).min(limits.max_retry_wait)
+    limits
+        .retry_base
+        .saturating_mul(factor)
+        .min(limits.max_retry_wait)
 }
 
 /// How long to wait before the next attempt, or `None` when the CRM's `Retry-After` exceeds
@@ -144,7 +150,9 @@ pub(crate) mod tests {
     impl Transport for ScriptedTransport {
         fn send(&mut self, request: &Request) -> Result<Response, TransportError> {
             self.sent.push(request.clone());
-            self.script.pop_front().expect("the script ran out: unexpected request")
+            self.script
+                .pop_front()
+                .expect("the script ran out: unexpected request")
         }
         fn sleep(&mut self, duration: Duration) {
             self.slept.push(duration);
@@ -182,17 +190,29 @@ pub(crate) mod tests {
         let got = execute(&mut t, &Limits::default(), &read()).unwrap();
         assert_eq!(got.status, 200);
         assert_eq!(t.sent.len(), 3);
-        assert_eq!(t.slept, vec![Duration::from_millis(250), Duration::from_millis(500)]);
+        assert_eq!(
+            t.slept,
+            vec![Duration::from_millis(250), Duration::from_millis(500)]
+        );
     }
 
     #[test]
     fn reads_give_up_after_the_configured_attempts() {
-        let mut t = ScriptedTransport::new([response(502, ""), response(502, ""), response(502, "")]);
+        let mut t =
+            ScriptedTransport::new([response(502, ""), response(502, ""), response(502, "")]);
         let got = execute(&mut t, &Limits::default(), &read()).unwrap();
-        assert_eq!(got.status, 502, "the last answer is handed to the CRM mapper");
-        let mut t = ScriptedTransport::new((0..3).map(|_| Err(TransportError::Interrupted("reset".into()))));
+        assert_eq!(
+            got.status, 502,
+            "the last answer is handed to the CRM mapper"
+        );
+        let mut t = ScriptedTransport::new(
+            (0..3).map(|_| Err(TransportError::Interrupted("reset".into()))),
+        );
         let err = execute(&mut t, &Limits::default(), &read()).unwrap_err();
-        assert!(matches!(&err, ToolError::Unavailable(m) if m.contains("3 attempts")), "{err:?}");
+        assert!(
+            matches!(&err, ToolError::Unavailable(m) if m.contains("3 attempts")),
+            "{err:?}"
+        );
     }
 
     #[test]
@@ -209,7 +229,11 @@ pub(crate) mod tests {
         limited.headers[0].1 = "3600".into();
         let mut t = ScriptedTransport::new([Ok(limited)]);
         let got = execute(&mut t, &Limits::default(), &read()).unwrap();
-        assert_eq!((got.status, t.sent.len()), (429, 1), "no hour-long wait inside a call");
+        assert_eq!(
+            (got.status, t.sent.len()),
+            (429, 1),
+            "no hour-long wait inside a call"
+        );
     }
 
     #[test]
@@ -230,9 +254,13 @@ pub(crate) mod tests {
 
     #[test]
     fn a_write_that_never_left_is_reported_as_safe_to_redo() {
-        let mut t = ScriptedTransport::new([Err(TransportError::NotSent("connection refused".into()))]);
+        let mut t =
+            ScriptedTransport::new([Err(TransportError::NotSent("connection refused".into()))]);
         let err = execute(&mut t, &Limits::default(), &write()).unwrap_err();
-        assert!(matches!(&err, ToolError::Unavailable(m) if m.contains("nothing was written")), "{err:?}");
+        assert!(
+            matches!(&err, ToolError::Unavailable(m) if m.contains("nothing was written")),
+            "{err:?}"
+        );
     }
 
     #[test]

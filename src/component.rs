@@ -39,7 +39,11 @@ impl wit::Guest for Plugin {
             .collect()
     }
 
-    fn call_tool(ctx: wit::CallContext, name: String, input: String) -> Result<String, wit::ToolError> {
+    fn call_tool(
+        ctx: wit::CallContext,
+        name: String,
+        input: String,
+    ) -> Result<String, wit::ToolError> {
         let ctx = CallContext {
             tenant_id: ctx.tenant_id,
             user_id: ctx.user_id,
@@ -51,7 +55,10 @@ impl wit::Guest for Plugin {
             .as_ref()
             .map(|c| c.limits.max_response_bytes)
             .unwrap_or_default();
-        let timeout = config.as_ref().map(|c| c.limits.http_timeout).unwrap_or_default();
+        let timeout = config
+            .as_ref()
+            .map(|c| c.limits.http_timeout)
+            .unwrap_or_default();
         let mut transport = WasiHttp {
             max_response_bytes,
             timeout,
@@ -108,13 +115,22 @@ impl Transport for WasiHttp {
             .headers()
             .entries()
             .into_iter()
-            .map(|(name, value)| (name.to_ascii_lowercase(), String::from_utf8_lossy(&value).into_owned()))
+            .map(|(name, value)| {
+                (
+                    name.to_ascii_lowercase(),
+                    String::from_utf8_lossy(&value).into_owned(),
+                )
+            })
             .collect();
-        let body = response
-            .consume()
-            .map_err(|()| TransportError::Interrupted("the response body was unavailable".into()))?;
+        let body = response.consume().map_err(|()| {
+            TransportError::Interrupted("the response body was unavailable".into())
+        })?;
         let body = read_body(body, self.max_response_bytes, self.timeout)?;
-        Ok(Response { status, headers, body })
+        Ok(Response {
+            status,
+            headers,
+            body,
+        })
     }
 
     fn sleep(&mut self, duration: Duration) {
@@ -168,10 +184,18 @@ fn build_request(request: &Request) -> Result<OutgoingRequest, TransportError> {
         Some(query) => format!("{}?{query}", url.path()),
         None => url.path().to_string(),
     };
-    outgoing.set_method(&method).map_err(|()| not_sent("method"))?;
-    outgoing.set_scheme(Some(&scheme)).map_err(|()| not_sent("scheme"))?;
-    outgoing.set_authority(Some(&authority)).map_err(|()| not_sent("authority"))?;
-    outgoing.set_path_with_query(Some(&path)).map_err(|()| not_sent("path"))?;
+    outgoing
+        .set_method(&method)
+        .map_err(|()| not_sent("method"))?;
+    outgoing
+        .set_scheme(Some(&scheme))
+        .map_err(|()| not_sent("scheme"))?;
+    outgoing
+        .set_authority(Some(&authority))
+        .map_err(|()| not_sent("authority"))?;
+    outgoing
+        .set_path_with_query(Some(&path))
+        .map_err(|()| not_sent("path"))?;
     Ok(outgoing)
 }
 
@@ -190,12 +214,16 @@ fn write_body(body: OutgoingBody, bytes: Option<&[u8]>) -> Result<(), TransportE
     OutgoingBody::finish(body, None).map_err(|code| interrupted(format!("{code:?}")))
 }
 
-fn read_body(body: IncomingBody, limit: usize, timeout: Duration) -> Result<Vec<u8>, TransportError> {
+fn read_body(
+    body: IncomingBody,
+    limit: usize,
+    timeout: Duration,
+) -> Result<Vec<u8>, TransportError> {
     let mut bytes = Vec::new();
     {
-        let stream = body
-            .stream()
-            .map_err(|()| TransportError::Interrupted("the response body stream was unavailable".into()))?;
+        let stream = body.stream().map_err(|()| {
+            TransportError::Interrupted("the response body stream was unavailable".into())
+        })?;
         loop {
             match stream.blocking_read(64 * 1024) {
                 Ok(chunk) => {

@@ -117,9 +117,16 @@ impl Config {
             key: keys::PROXY_BASE,
             problem: "not set; the host must give the broker's base URL".into(),
         })?)?;
-        let crm_a_integration = integration_name(keys::CRM_A_INTEGRATION, get(keys::CRM_A_INTEGRATION), "hubspot")?;
-        let crm_b_integration =
-            integration_name(keys::CRM_B_INTEGRATION, get(keys::CRM_B_INTEGRATION), "salesforce")?;
+        let crm_a_integration = integration_name(
+            keys::CRM_A_INTEGRATION,
+            get(keys::CRM_A_INTEGRATION),
+            "hubspot",
+        )?;
+        let crm_b_integration = integration_name(
+            keys::CRM_B_INTEGRATION,
+            get(keys::CRM_B_INTEGRATION),
+            "salesforce",
+        )?;
         let crm_a_api_base = match get(keys::CRM_A_API_BASE) {
             None => Vec::new(),
             Some(base) => base
@@ -136,11 +143,36 @@ impl Config {
             })?,
         };
         let limits = Limits {
-            http_timeout: Duration::from_millis(number(&vars, keys::HTTP_TIMEOUT_MS, defaults.http_timeout.as_millis() as u64, 1..=600_000)?),
-            max_response_bytes: number(&vars, keys::MAX_RESPONSE_BYTES, defaults.max_response_bytes as u64, 1024..=1 << 30)? as usize,
-            read_attempts: number(&vars, keys::READ_ATTEMPTS, defaults.read_attempts.into(), 1..=10)? as u32,
-            retry_base: Duration::from_millis(number(&vars, keys::RETRY_BASE_MS, defaults.retry_base.as_millis() as u64, 0..=60_000)?),
-            max_retry_wait: Duration::from_millis(number(&vars, keys::MAX_RETRY_WAIT_MS, defaults.max_retry_wait.as_millis() as u64, 0..=300_000)?),
+            http_timeout: Duration::from_millis(number(
+                &vars,
+                keys::HTTP_TIMEOUT_MS,
+                defaults.http_timeout.as_millis() as u64,
+                1..=600_000,
+            )?),
+            max_response_bytes: number(
+                &vars,
+                keys::MAX_RESPONSE_BYTES,
+                defaults.max_response_bytes as u64,
+                1024..=1 << 30,
+            )? as usize,
+            read_attempts: number(
+                &vars,
+                keys::READ_ATTEMPTS,
+                defaults.read_attempts.into(),
+                1..=10,
+            )? as u32,
+            retry_base: Duration::from_millis(number(
+                &vars,
+                keys::RETRY_BASE_MS,
+                defaults.retry_base.as_millis() as u64,
+                0..=60_000,
+            )?),
+            max_retry_wait: Duration::from_millis(number(
+                &vars,
+                keys::MAX_RETRY_WAIT_MS,
+                defaults.max_retry_wait.as_millis() as u64,
+                0..=300_000,
+            )?),
         };
         Ok(Config {
             proxy_base,
@@ -161,15 +193,28 @@ fn parse_proxy_base(text: &str) -> Result<Url, ConfigError> {
     let url = Url::parse(text).map_err(|e| problem(format!("{text:?} is not a URL: {e}")))?;
     let loopback = matches!(url.host_str(), Some("localhost" | "127.0.0.1" | "[::1]"));
     if url.scheme() != "https" && !(url.scheme() == "http" && loopback) {
-        return Err(problem("must be an https URL (data travels over HTTPS)".into()));
+        return Err(problem(
+            "must be an https URL (data travels over HTTPS)".into(),
+        ));
     }
-    if url.host().is_none() || url.query().is_some() || url.fragment().is_some() || !url.username().is_empty() || url.password().is_some() {
-        return Err(problem(format!("{text:?} must be scheme, host and optional path only")));
+    if url.host().is_none()
+        || url.query().is_some()
+        || url.fragment().is_some()
+        || !url.username().is_empty()
+        || url.password().is_some()
+    {
+        return Err(problem(format!(
+            "{text:?} must be scheme, host and optional path only"
+        )));
     }
     Ok(url)
 }
 
-fn integration_name(key: &'static str, value: Option<&str>, default: &str) -> Result<String, ConfigError> {
+fn integration_name(
+    key: &'static str,
+    value: Option<&str>,
+    default: &str,
+) -> Result<String, ConfigError> {
     checked_segment(key, value.unwrap_or(default))
 }
 
@@ -178,7 +223,9 @@ fn checked_segment(key: &'static str, segment: &str) -> Result<String, ConfigErr
     let ok = !segment.is_empty()
         && segment != "."
         && segment != ".."
-        && segment.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+        && segment
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
     if ok {
         Ok(segment.to_string())
     } else {
@@ -212,7 +259,11 @@ fn number(
         .filter(|n| range.contains(n))
         .ok_or(ConfigError {
             key,
-            problem: format!("{text:?} must be a whole number from {} to {}", range.start(), range.end()),
+            problem: format!(
+                "{text:?} must be a whole number from {} to {}",
+                range.start(),
+                range.end()
+            ),
         })
 }
 
@@ -266,14 +317,20 @@ mod tests {
         assert_eq!(err.key, keys::CRM_A_API_BASE);
         let mut vars = base();
         vars.push((keys::CRM_B_INTEGRATION, "sales force"));
-        assert_eq!(Config::from_vars(vars).unwrap_err().key, keys::CRM_B_INTEGRATION);
+        assert_eq!(
+            Config::from_vars(vars).unwrap_err().key,
+            keys::CRM_B_INTEGRATION
+        );
     }
 
     #[test]
     fn limits_are_range_checked() {
         let mut vars = base();
         vars.push((keys::READ_ATTEMPTS, "0"));
-        assert_eq!(Config::from_vars(vars).unwrap_err().key, keys::READ_ATTEMPTS);
+        assert_eq!(
+            Config::from_vars(vars).unwrap_err().key,
+            keys::READ_ATTEMPTS
+        );
         let mut vars = base();
         vars.push((keys::HTTP_TIMEOUT_MS, "1500"));
         vars.push((keys::CRM_A_API_BASE, "/crm-a/"));

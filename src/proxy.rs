@@ -31,7 +31,10 @@ pub fn crm_b(config: &Config, path: &[&str], query: &[(&str, &str)]) -> Url {
 
 /// The path prefix every CRM B URL of this tenant starts with (used to vet paging links).
 pub fn crm_b_root_path(config: &Config) -> String {
-    crm_b(config, &[], &[]).path().trim_end_matches('/').to_string()
+    crm_b(config, &[], &[])
+        .path()
+        .trim_end_matches('/')
+        .to_string()
 }
 
 fn build(base: &Url, segments: &[&str], query: &[(&str, &str)]) -> Url {
@@ -44,7 +47,10 @@ fn build(base: &Url, segments: &[&str], query: &[(&str, &str)]) -> Url {
         for segment in segments {
             // `url` drops "." and ".." segments; callers only pass validated names and ids,
             // which are never empty or dots.
-            debug_assert!(!matches!(*segment, "" | "." | ".."), "unvalidated path segment");
+            debug_assert!(
+                !matches!(*segment, "" | "." | ".."),
+                "unvalidated path segment"
+            );
             path.push(segment);
         }
     }
@@ -67,7 +73,11 @@ mod tests {
 
     #[test]
     fn crm_a_paths_follow_the_proxy_shape() {
-        let url = crm_a(&config(&[]), &["crm", "v3", "objects", "contacts", "search"], &[]);
+        let url = crm_a(
+            &config(&[]),
+            &["crm", "v3", "objects", "contacts", "search"],
+            &[],
+        );
         assert_eq!(
             url.as_str(),
             "https://broker.example.com/base/sdk/proxy/hubspot/crm/v3/objects/contacts/search"
@@ -113,7 +123,11 @@ mod tests {
 
     #[test]
     fn query_values_are_form_encoded() {
-        let url = crm_b(&config(&[]), &["query"], &[("q", "SELECT Id FROM Account WHERE Name = 'A&B'")]);
+        let url = crm_b(
+            &config(&[]),
+            &["query"],
+            &[("q", "SELECT Id FROM Account WHERE Name = 'A&B'")],
+        );
         assert_eq!(
             url.query(),
             Some("q=SELECT+Id+FROM+Account+WHERE+Name+%3D+%27A%26B%27")

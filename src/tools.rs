@@ -136,26 +136,42 @@ mod tests {
             let schema: Value = serde_json::from_str(&spec.input_schema).unwrap();
             assert_eq!(schema["type"], "object", "{}", spec.name);
             assert_eq!(schema["additionalProperties"], false, "{}", spec.name);
-            assert_eq!(schema["$schema"], "https://json-schema.org/draft/2020-12/schema");
-            assert!(spec.description.len() > 40, "{} needs a real description", spec.name);
+            assert_eq!(
+                schema["$schema"],
+                "https://json-schema.org/draft/2020-12/schema"
+            );
+            assert!(
+                spec.description.len() > 40,
+                "{} needs a real description",
+                spec.name
+            );
         }
     }
 
     #[test]
     fn unknown_tools_and_fields_are_invalid_input_with_nothing_sent() {
         let ctx = CallContext::default();
-        let err = ConfigError { key: "X", problem: "unset".into() };
+        let err = ConfigError {
+            key: "X",
+            problem: "unset".into(),
+        };
         let mut transport = ScriptedTransport::default();
         let mut session = Session::new(&ctx, Err(&err), &mut transport);
         let e = call_tool("crmb_delete_record", "{}", &mut session).unwrap_err();
-        assert!(matches!(&e, ToolError::InvalidInput(m) if m.contains("crmb_get_record")), "{e:?}");
+        assert!(
+            matches!(&e, ToolError::InvalidInput(m) if m.contains("crmb_get_record")),
+            "{e:?}"
+        );
         let e = call_tool(
             "crmb_get_record",
             r#"{"object":"Account","record_id":"001000000000001","colour":"red"}"#,
             &mut session,
         )
         .unwrap_err();
-        assert!(matches!(&e, ToolError::InvalidInput(m) if m.contains("unknown field `colour`")), "{e:?}");
+        assert!(
+            matches!(&e, ToolError::InvalidInput(m) if m.contains("unknown field `colour`")),
+            "{e:?}"
+        );
         let e = call_tool("crmb_get_record", "not json", &mut session).unwrap_err();
         assert!(matches!(e, ToolError::InvalidInput(_)));
         assert!(transport.sent.is_empty());

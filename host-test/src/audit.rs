@@ -19,6 +19,8 @@ pub enum AuditEvent {
         tenant: String,
         user: String,
         tool: String,
+        /// Fingerprint of the component version that served the call.
+        plugin_version: String,
         /// `ok`, a `tool-error` case name, or `host-error`.
         outcome: String,
         duration_ms: u64,
@@ -48,7 +50,10 @@ pub struct AuditLog {
 impl AuditLog {
     /// Appends JSON lines to a file.
     pub fn to_file(path: &Path) -> std::io::Result<Self> {
-        let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
         Ok(Self::to_writer(Box::new(file)))
     }
 

@@ -14,7 +14,10 @@ pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 /// Answers admitted requests. The request already carries the tenant's credential header and
 /// a fully read body.
 pub trait Backend: Send + Sync {
-    fn send(&self, request: http::Request<Bytes>) -> BoxFuture<Result<http::Response<Bytes>, HttpError>>;
+    fn send(
+        &self,
+        request: http::Request<Bytes>,
+    ) -> BoxFuture<Result<http::Response<Bytes>, HttpError>>;
 }
 
 /// The real broker, over HTTPS with the system's webpki roots (wasmtime-wasi-http's client).
@@ -25,7 +28,10 @@ pub struct NetworkBackend {
 }
 
 impl Backend for NetworkBackend {
-    fn send(&self, request: http::Request<Bytes>) -> BoxFuture<Result<http::Response<Bytes>, HttpError>> {
+    fn send(
+        &self,
+        request: http::Request<Bytes>,
+    ) -> BoxFuture<Result<http::Response<Bytes>, HttpError>> {
         let limit = self.max_response_bytes;
         let options = wasmtime_wasi_http::RequestOptions {
             connect_timeout: Some(self.timeout),
@@ -34,7 +40,8 @@ impl Backend for NetworkBackend {
         };
         Box::pin(async move {
             let request = request.map(|body| Full::new(body).map_err(|never| match never {}));
-            let (response, io) = wasmtime_wasi_http::default_send_request(request, Some(options)).await?;
+            let (response, io) =
+                wasmtime_wasi_http::default_send_request(request, Some(options)).await?;
             let io = tokio::spawn(io);
             let (parts, body) = response.into_parts();
             let body = Limited::new(body, limit)

@@ -22,7 +22,11 @@ use wasmtime_wasi_http::{
 pub const CREDENTIAL_HEADER: HeaderName = HeaderName::from_static("x-proxy-credential");
 
 /// Response headers that may carry a correlation id, in order of preference.
-const CORRELATION_HEADERS: &[&str] = &["x-hubspot-correlation-id", "x-correlation-id", "x-request-id"];
+const CORRELATION_HEADERS: &[&str] = &[
+    "x-hubspot-correlation-id",
+    "x-correlation-id",
+    "x-request-id",
+];
 
 /// A tenant's broker credential. Its `Debug` never shows the value.
 #[derive(Clone)]
@@ -34,8 +38,11 @@ impl Credential {
     }
 
     fn header_value(&self) -> Result<HeaderValue, HttpError> {
-        let mut value = HeaderValue::from_str(&self.0)
-            .map_err(|_| HttpError::InternalError(Some("the tenant credential is not a valid header value".into())))?;
+        let mut value = HeaderValue::from_str(&self.0).map_err(|_| {
+            HttpError::InternalError(Some(
+                "the tenant credential is not a valid header value".into(),
+            ))
+        })?;
         value.set_sensitive(true);
         Ok(value)
     }
@@ -72,7 +79,9 @@ impl BrokerOrigin {
             _ => return false,
         };
         scheme == self.scheme
-            && uri.host().is_some_and(|h| h.eq_ignore_ascii_case(&self.host))
+            && uri
+                .host()
+                .is_some_and(|h| h.eq_ignore_ascii_case(&self.host))
             && uri.port_u16().unwrap_or(default_port) == self.port
             && uri.authority().is_some_and(|a| !a.as_str().contains('@'))
     }
@@ -104,7 +113,10 @@ pub fn admit(method: &http::Method, uri: &http::Uri, origin: &BrokerOrigin) -> R
     }
     if !origin.matches(uri) {
         let authority = uri.authority().map(|a| a.as_str()).unwrap_or("(none)");
-        return Err(Denial::OtherOrigin(format!("{}://{authority}", uri.scheme_str().unwrap_or("?"))));
+        return Err(Denial::OtherOrigin(format!(
+            "{}://{authority}",
+            uri.scheme_str().unwrap_or("?")
+        )));
     }
     Ok(())
 }
@@ -188,7 +200,9 @@ impl WasiHttpHooks for BrokerHooks {
                     .map_err(|_| HttpError::HttpRequestBodySize(None))?
                     .to_bytes();
                 parts.headers.remove(&CREDENTIAL_HEADER);
-                parts.headers.insert(CREDENTIAL_HEADER, credential.header_value()?);
+                parts
+                    .headers
+                    .insert(CREDENTIAL_HEADER, credential.header_value()?);
                 backend.send(http::Request::from_parts(parts, body)).await
             };
             let response = match tokio::time::timeout(timeout, exchange).await {
@@ -211,8 +225,11 @@ impl WasiHttpHooks for BrokerHooks {
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string);
             log(Some(parts.status.as_u16()), "ok".into(), correlation_id);
-            let body: WasiBody = Full::new(body).map_err(|never| match never {}).boxed_unsync();
-            let done: Box<dyn Future<Output = Result<(), HttpError>> + Send> = Box::new(async { Ok(()) });
+            let body: WasiBody = Full::new(body)
+                .map_err(|never| match never {})
+                .boxed_unsync();
+            let done: Box<dyn Future<Output = Result<(), HttpError>> + Send> =
+                Box::new(async { Ok(()) });
             Ok((http::Response::from_parts(parts, body), done))
         })
     }
@@ -233,7 +250,14 @@ mod tests {
     #[test]
     fn only_the_tenants_broker_is_admitted() {
         let get = http::Method::GET;
-        assert!(admit(&get, &uri("https://broker.example.com/sdk/proxy/x"), &origin()).is_ok());
+        assert!(
+            admit(
+                &get,
+                &uri("https://broker.example.com/sdk/proxy/x"),
+                &origin()
+            )
+            .is_ok()
+        );
         assert!(admit(&get, &uri("https://BROKER.example.com:443/sdk"), &origin()).is_ok());
         for other in [
             "https://evil.example.com/sdk",
@@ -242,14 +266,24 @@ mod tests {
             "https://broker.example.com.evil.com/sdk",
             "https://user@broker.example.com/sdk",
         ] {
-            assert!(matches!(admit(&get, &uri(other), &origin()), Err(Denial::OtherOrigin(_))), "{other}");
+            assert!(
+                matches!(
+                    admit(&get, &uri(other), &origin()),
+                    Err(Denial::OtherOrigin(_))
+                ),
+                "{other}"
+            );
         }
     }
 
     #[test]
     fn delete_is_refused_even_to_the_broker() {
         assert_eq!(
-            admit(&http::Method::DELETE, &uri("https://broker.example.com/sdk"), &origin()),
+            admit(
+                &http::Method::DELETE,
+                &uri("https://broker.example.com/sdk"),
+                &origin()
+            ),
             Err(Denial::Delete)
         );
     }

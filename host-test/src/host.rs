@@ -99,9 +99,14 @@ impl Host {
     }
 
     /// Registers (or re-registers) a tenant with a component version.
-    pub fn add_tenant(&self, spec: TenantSpec, plugin: Arc<PluginVersion>) -> Result<(), CallError> {
-        let origin = BrokerOrigin::from_url(&spec.proxy_base)
-            .ok_or_else(|| CallError::BadTenant(spec.tenant_id.clone(), "the proxy base has no host".into()))?;
+    pub fn add_tenant(
+        &self,
+        spec: TenantSpec,
+        plugin: Arc<PluginVersion>,
+    ) -> Result<(), CallError> {
+        let origin = BrokerOrigin::from_url(&spec.proxy_base).ok_or_else(|| {
+            CallError::BadTenant(spec.tenant_id.clone(), "the proxy base has no host".into())
+        })?;
         let mut env: Vec<(String, String)> = spec
             .settings
             .into_iter()
@@ -134,7 +139,11 @@ impl Host {
     }
 
     /// Replaces a tenant's component with an already loaded version.
-    pub fn swap_version(&self, tenant_id: &str, plugin: Arc<PluginVersion>) -> Result<(), CallError> {
+    pub fn swap_version(
+        &self,
+        tenant_id: &str,
+        plugin: Arc<PluginVersion>,
+    ) -> Result<(), CallError> {
         let mut tenants = self.tenants.write().unwrap_or_else(|e| e.into_inner());
         let old = tenants
             .get(tenant_id)
@@ -180,7 +189,12 @@ impl Host {
         let entry = self.tenant(tenant_id)?;
         let mut store = self.store(&entry);
         let plugin_error = |e: wasmtime::Error| CallError::Plugin(format!("{e:#}"));
-        let instance = entry.plugin.pre.instantiate_async(&mut store).await.map_err(plugin_error)?;
+        let instance = entry
+            .plugin
+            .pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(plugin_error)?;
         instance
             .crm_plugin_tools()
             .call_list_tools(&mut store)
@@ -191,11 +205,20 @@ impl Host {
     /// Runs one tool call in a fresh instance of the tenant's component, and audits it.
     pub async fn call(&self, request: CallRequest) -> Result<String, CallError> {
         let started = Instant::now();
-        let result = self.run(&request).await;
+        let entry = self.tenant(&request.tenant_id);
+        let plugin_version = entry
+            .as_ref()
+            .map(|e| e.plugin.label.clone())
+            .unwrap_or_default();
+        let result = match entry {
+            Ok(entry) => self.run(&entry, &request).await,
+            Err(err) => Err(err),
+        };
         self.audit.record(AuditEvent::ToolCall {
             tenant: request.tenant_id.clone(),
             user: request.user_id.clone(),
             tool: request.tool.clone(),
+            plugin_version,
             outcome: match &result {
                 Ok(_) => "ok".into(),
                 Err(e) => e.kind().into(),
@@ -205,9 +228,8 @@ impl Host {
         result
     }
 
-    async fn run(&self, request: &CallRequest) -> Result<String, CallError> {
-        let entry = self.tenant(&request.tenant_id)?;
-        let mut store = self.store(&entry);
+    async fn run(&self, entry: &TenantEntry, request: &CallRequest) -> Result<String, CallError> {
+        let mut store = self.store(entry);
         let ctx = CallContext {
             tenant_id: request.tenant_id.clone(),
             user_id: request.user_id.clone(),
@@ -226,7 +248,9 @@ impl Host {
             Ok(Ok(Ok(output))) => Ok(output),
             Ok(Ok(Err(tool_error))) => Err(CallError::Tool(tool_error)),
             Ok(Err(trap)) => Err(CallError::Plugin(format!("{trap:#}"))),
-            Err(_) => Err(CallError::Plugin(format!("the call took longer than {timeout:?}"))),
+            Err(_) => Err(CallError::Plugin(format!(
+                "the call took longer than {timeout:?}"
+            ))),
         }
     }
 }

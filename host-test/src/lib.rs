@@ -24,3 +24,6 @@ pub use runtime::{HostLimits, PluginVersion, Runtime};
 
 /// The component built by this crate's build script.
 pub const COMPONENT_PATH: &str = env!("CRM_PLUGIN_WASM");
+
+/// The hostile probe component used by the end-to-end tests.
+pub const PROBE_PATH: &str = env!("CRM_PROBE_WASM");

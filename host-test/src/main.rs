@@ -68,7 +68,8 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
             "--instance-url" => options.instance_url = Some(value("--instance-url")?),
             "--proxy-base" => {
                 let text = value("--proxy-base")?;
-                options.proxy_base = Some(Url::parse(&text).map_err(|e| format!("--proxy-base {text}: {e}"))?);
+                options.proxy_base =
+                    Some(Url::parse(&text).map_err(|e| format!("--proxy-base {text}: {e}"))?);
             }
             "--component" => options.component = value("--component")?,
             "--audit" => options.audit = Some(value("--audit")?),
@@ -84,7 +85,11 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
 }
 
 fn split_scopes(text: &str) -> Vec<String> {
-    text.split(',').map(str::trim).filter(|s| !s.is_empty()).map(String::from).collect()
+    text.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(String::from)
+        .collect()
 }
 
 fn main() -> ExitCode {
@@ -98,7 +103,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
     match runtime.block_on(run(options)) {
         Ok(code) => code,
         Err(problem) => {
@@ -112,39 +120,61 @@ async fn run(options: Options) -> Result<ExitCode, String> {
     let audit = match options.audit.as_deref() {
         None => AuditLog::discard(),
         Some("-") => AuditLog::to_writer(Box::new(std::io::stderr())),
-        Some(path) => AuditLog::to_file(path.as_ref()).map_err(|e| format!("--audit {path}: {e}"))?,
+        Some(path) => {
+            AuditLog::to_file(path.as_ref()).map_err(|e| format!("--audit {path}: {e}"))?
+        }
     };
-    let runtime = Arc::new(Runtime::new(HostLimits::default()).map_err(|e| format!("starting wasmtime: {e}"))?);
-    let wasm = std::fs::read(&options.component).map_err(|e| format!("reading {}: {e}", options.component))?;
-    let plugin = runtime.load(&wasm).map_err(|e| format!("loading {}: {e}", options.component))?;
+    let runtime = Arc::new(
+        Runtime::new(HostLimits::default()).map_err(|e| format!("starting wasmtime: {e}"))?,
+    );
+    let wasm = std::fs::read(&options.component)
+        .map_err(|e| format!("reading {}: {e}", options.component))?;
+    let plugin = runtime
+        .load(&wasm)
+        .map_err(|e| format!("loading {}: {e}", options.component))?;
 
-    let (backend, spec, instance_url): (Arc<dyn Backend>, TenantSpec, Option<String>) = match &options.proxy_base {
-        Some(proxy_base) => {
-            let credential = std::env::var("CRM_PROXY_CREDENTIAL")
-                .map_err(|_| "real-broker mode needs CRM_PROXY_CREDENTIAL in the environment".to_string())?;
-            let limits = runtime.limits();
-            let backend = NetworkBackend {
-                max_response_bytes: 64 << 20,
-                timeout: limits.http_timeout,
-            };
-            let settings = std::env::vars().filter(|(k, _)| k.starts_with("CRM_") && k != "CRM_PROXY_CREDENTIAL").collect();
-            let spec = TenantSpec {
-                tenant_id: options.tenant.clone(),
-                proxy_base: proxy_base.clone(),
-                credential: Credential::new(credential),
-                settings,
-            };
-            (Arc::new(backend), spec, options.instance_url.clone())
-        }
-        None => {
-            if !SandboxCrm::tenants().any(|t| t == options.tenant) {
-                let known: Vec<_> = SandboxCrm::tenants().collect();
-                return Err(format!("the sandbox has tenants {}; not {:?}", known.join(", "), options.tenant));
+    let (backend, spec, instance_url): (Arc<dyn Backend>, TenantSpec, Option<String>) =
+        match &options.proxy_base {
+            Some(proxy_base) => {
+                let credential = std::env::var("CRM_PROXY_CREDENTIAL").map_err(|_| {
+                    "real-broker mode needs CRM_PROXY_CREDENTIAL in the environment".to_string()
+                })?;
+                let limits = runtime.limits();
+                let backend = NetworkBackend {
+                    max_response_bytes: 64 << 20,
+                    timeout: limits.http_timeout,
+                };
+                let settings = std::env::vars()
+                    .filter(|(k, _)| k.starts_with("CRM_") && k != "CRM_PROXY_CREDENTIAL")
+                    .collect();
+                let spec = TenantSpec {
+                    tenant_id: options.tenant.clone(),
+                    proxy_base: proxy_base.clone(),
+                    credential: Credential::new(credential),
+                    settings,
+                };
+                (Arc::new(backend), spec, options.instance_url.clone())
             }
-            let instance = options.instance_url.clone().unwrap_or_else(|| SANDBOX_INSTANCE_URL.into());
-            (Arc::new(SandboxCrm::new()), SandboxCrm::tenant_spec(&options.tenant), Some(instance))
-        }
-    };
+            None => {
+                if !SandboxCrm::tenants().any(|t| t == options.tenant) {
+                    let known: Vec<_> = SandboxCrm::tenants().collect();
+                    return Err(format!(
+                        "the sandbox has tenants {}; not {:?}",
+                        known.join(", "),
+                        options.tenant
+                    ));
+                }
+                let instance = options
+                    .instance_url
+                    .clone()
+                    .unwrap_or_else(|| SANDBOX_INSTANCE_URL.into());
+                (
+                    Arc::new(SandboxCrm::new()),
+                    SandboxCrm::tenant_spec(&options.tenant),
+                    Some(instance),
+                )
+            }
+        };
     let sandbox = options.proxy_base.is_none();
     let host = Host::new(runtime, backend, audit);
     host.add_tenant(spec, plugin).map_err(|e| e.to_string())?;
@@ -157,9 +187,18 @@ async fn run(options: Options) -> Result<ExitCode, String> {
         input: input.into(),
     };
 
-    match options.command.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+    match options
+        .command
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
         ["tools"] => {
-            let specs = host.list_tools(&options.tenant).await.map_err(|e| e.to_string())?;
+            let specs = host
+                .list_tools(&options.tenant)
+                .await
+                .map_err(|e| e.to_string())?;
             let specs: Vec<Value> = specs
                 .into_iter()
                 .map(|s| {
@@ -202,22 +241,48 @@ fn report(result: Result<String, CallError>) -> ExitCode {
 }
 
 fn print_json(value: &Value) {
-    println!("{}", serde_json::to_string_pretty(value).expect("JSON prints"));
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).expect("JSON prints")
+    );
 }
 
 /// A short tour: what a newcomer should see the plugin do.
-async fn demo(host: &Host, request: &dyn Fn(&str, &str) -> CallRequest) -> Result<ExitCode, String> {
+async fn demo(
+    host: &Host,
+    request: &dyn Fn(&str, &str) -> CallRequest,
+) -> Result<ExitCode, String> {
     let tools = host.list_tools("acme").await.map_err(|e| e.to_string())?;
     println!("# crm-plugin against the sandbox CRM (tenant acme)\n");
     println!("## Tools this build offers");
     for tool in &tools {
-        println!("- {}{}", tool.name, if tool.read_only { " (read-only)" } else { "" });
+        println!(
+            "- {}{}",
+            tool.name,
+            if tool.read_only { " (read-only)" } else { "" }
+        );
     }
     let steps: &[(&str, &str, &str)] = &[
-        ("Fetch an account with chosen fields", "crmb_get_record", r#"{"object":"Account","record_id":"0015gA000000001ABA","fields":["Name","Industry","AnnualRevenue"]}"#),
-        ("Build a link to an opportunity", "crmb_generate_record_url", r#"{"object":"Opportunity","record_id":"0065gA000000001ABA"}"#),
-        ("A mistyped id is refused before anything is sent", "crmb_get_record", r#"{"object":"Account","record_id":"0015gA000000001ABX"}"#),
-        ("A record the CRM does not have", "crmb_get_record", r#"{"object":"Contact","record_id":"0035gA000000099ABA"}"#),
+        (
+            "Fetch an account with chosen fields",
+            "crmb_get_record",
+            r#"{"object":"Account","record_id":"0015gA000000001ABA","fields":["Name","Industry","AnnualRevenue"]}"#,
+        ),
+        (
+            "Build a link to an opportunity",
+            "crmb_generate_record_url",
+            r#"{"object":"Opportunity","record_id":"0065gA000000001ABA"}"#,
+        ),
+        (
+            "A mistyped id is refused before anything is sent",
+            "crmb_get_record",
+            r#"{"object":"Account","record_id":"0015gA000000001ABX"}"#,
+        ),
+        (
+            "A record the CRM does not have",
+            "crmb_get_record",
+            r#"{"object":"Contact","record_id":"0035gA000000099ABA"}"#,
+        ),
     ];
     for (title, tool, input) in steps {
         println!("\n## {title}\n$ crm-host call {tool} '{input}'");

@@ -10,7 +10,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 use wasmtime::component::{Component, Linker, ResourceTable};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreLimits, StoreLimitsBuilder};
+use wasmtime::{
+    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreLimits,
+    StoreLimitsBuilder,
+};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
 
@@ -77,7 +80,13 @@ pub struct PluginVersion {
     pub(crate) pre: PluginPre<CallState>,
     /// Size of the component in bytes.
     pub size: usize,
+    /// A short fingerprint of the component's bytes, written to the audit trail so every call
+    /// says which version served it.
+    pub label: String,
 }
+
+/// A compiled version and the bytes it came from.
+type LoadedVersion = (Arc<[u8]>, Weak<PluginVersion>);
 
 /// The shared engine, linker and compiled-component cache.
 pub struct Runtime {
@@ -85,7 +94,7 @@ pub struct Runtime {
     linker: Linker<CallState>,
     limits: HostLimits,
     /// Compiled versions by their bytes, so the same component is compiled once.
-    loaded: Mutex<Vec<(Arc<[u8]>, Weak<PluginVersion>)>>,
+    loaded: Mutex<Vec<LoadedVersion>>,
     stop_ticker: Arc<AtomicBool>,
 }
 
@@ -156,7 +165,11 @@ impl Runtime {
         }
         let component = Component::new(&self.engine, wasm)?;
         let pre = PluginPre::new(self.linker.instantiate_pre(&component)?)?;
-        let version = Arc::new(PluginVersion { pre, size: wasm.len() });
+        let version = Arc::new(PluginVersion {
+            pre,
+            size: wasm.len(),
+            label: fingerprint(wasm),
+        });
         loaded.push((wasm.into(), Arc::downgrade(&version)));
         Ok(version)
     }
@@ -180,6 +193,14 @@ impl Runtime {
         store.epoch_deadline_trap();
         store
     }
+}
+
+/// FNV-1a over the bytes: an identifier for audit lines, not a security measure.
+fn fingerprint(bytes: &[u8]) -> String {
+    let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    });
+    format!("{hash:016x}")
 }
 
 impl Drop for Runtime {

@@ -54,7 +54,9 @@ impl SandboxCrm {
                     .map(|objects| {
                         objects
                             .iter()
-                            .map(|(name, rows)| (name.clone(), rows.as_array().cloned().unwrap_or_default()))
+                            .map(|(name, rows)| {
+                                (name.clone(), rows.as_array().cloned().unwrap_or_default())
+                            })
                             .collect()
                     })
                     .unwrap_or_default();
@@ -82,15 +84,29 @@ impl SandboxCrm {
     }
 
     fn answer(&self, request: &http::Request<Bytes>) -> (u16, Value) {
-        let credential = request.headers().get(CREDENTIAL_HEADER).and_then(|v| v.to_str().ok());
+        let credential = request
+            .headers()
+            .get(CREDENTIAL_HEADER)
+            .and_then(|v| v.to_str().ok());
         let Some(dataset) = credential.and_then(|c| self.by_credential.get(c)) else {
             return salesforce_error(401, "INVALID_SESSION_ID", "Session expired or invalid");
         };
-        let segments: Vec<&str> = request.uri().path().split('/').filter(|s| !s.is_empty()).collect();
+        let segments: Vec<&str> = request
+            .uri()
+            .path()
+            .split('/')
+            .filter(|s| !s.is_empty())
+            .collect();
         match segments.as_slice() {
-            ["sdk", "proxy", "salesforce", "services", "data", version, rest @ ..] if version.starts_with('v') => {
-                salesforce(dataset, request, version, rest)
-            }
+            [
+                "sdk",
+                "proxy",
+                "salesforce",
+                "services",
+                "data",
+                version,
+                rest @ ..,
+            ] if version.starts_with('v') => salesforce(dataset, request, version, rest),
             _ => salesforce_error(404, "NOT_FOUND", "The requested resource does not exist"),
         }
     }
@@ -105,18 +121,29 @@ fn salesforce_error(status: u16, code: &str, message: &str) -> (u16, Value) {
     (status, json!([{"message": message, "errorCode": code}]))
 }
 
-fn salesforce(dataset: &Dataset, request: &http::Request<Bytes>, version: &str, path: &[&str]) -> (u16, Value) {
+fn salesforce(
+    dataset: &Dataset,
+    request: &http::Request<Bytes>,
+    version: &str,
+    path: &[&str],
+) -> (u16, Value) {
     match (request.method(), path) {
         (&http::Method::GET, ["sobjects", object, id]) => {
             let Some(rows) = dataset.salesforce.get(*object) else {
                 return salesforce_error(404, "NOT_FOUND", "The requested resource does not exist");
             };
             let wanted = id.get(..15).unwrap_or(id);
-            let Some(row) = rows.iter().find(|r| r["Id"].as_str().and_then(|i| i.get(..15)) == Some(wanted)) else {
+            let Some(row) = rows
+                .iter()
+                .find(|r| r["Id"].as_str().and_then(|i| i.get(..15)) == Some(wanted))
+            else {
                 return salesforce_error(404, "NOT_FOUND", "The requested resource does not exist");
             };
             let fields = query_param(request.uri(), "fields");
-            (200, with_attributes(row, object, version, fields.as_deref()))
+            (
+                200,
+                with_attributes(row, object, version, fields.as_deref()),
+            )
         }
         _ => salesforce_error(404, "NOT_FOUND", "The requested resource does not exist"),
     }
@@ -144,11 +171,16 @@ fn with_attributes(row: &Value, object: &str, version: &str, fields: Option<&str
 
 fn query_param(uri: &http::Uri, name: &str) -> Option<String> {
     let url = Url::parse(&format!("https://x{}", uri.path_and_query()?.as_str())).ok()?;
-    url.query_pairs().find(|(k, _)| k == name).map(|(_, v)| v.into_owned())
+    url.query_pairs()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
 }
 
 impl Backend for SandboxCrm {
-    fn send(&self, request: http::Request<Bytes>) -> BoxFuture<Result<http::Response<Bytes>, HttpError>> {
+    fn send(
+        &self,
+        request: http::Request<Bytes>,
+    ) -> BoxFuture<Result<http::Response<Bytes>, HttpError>> {
         let (status, body) = self.answer(&request);
         Box::pin(async move {
             http::Response::builder()

@@ -31,7 +31,11 @@ impl Recorded {
 #[derive(Debug, Clone)]
 pub enum Reply {
     /// Answer with a status, headers and body.
-    Respond { status: u16, headers: Vec<(String, String)>, body: Bytes },
+    Respond {
+        status: u16,
+        headers: Vec<(String, String)>,
+        body: Bytes,
+    },
     /// Wait, then reply.
     Delay(Duration, Box<Reply>),
     /// Fail at the transport level.
@@ -56,9 +60,17 @@ impl Reply {
 
     pub fn with_header(self, name: &str, value: &str) -> Reply {
         match self {
-            Reply::Respond { status, mut headers, body } => {
+            Reply::Respond {
+                status,
+                mut headers,
+                body,
+            } => {
                 headers.push((name.into(), value.into()));
-                Reply::Respond { status, headers, body }
+                Reply::Respond {
+                    status,
+                    headers,
+                    body,
+                }
             }
             other => other,
         }
@@ -100,6 +112,14 @@ impl StubBackend {
         }
     }
 
+    /// What this stub would answer to `request` (for composing stubs).
+    pub fn reply_to(&self, request: &Recorded) -> Reply {
+        match &self.inner.handler {
+            Some(handler) => handler(request),
+            None => Reply::json(500, serde_json::json!({"stub": "no handler"})),
+        }
+    }
+
     /// Every request received so far.
     pub fn requests(&self) -> Vec<Recorded> {
         self.inner.recorded.lock().unwrap().clone()
@@ -107,7 +127,10 @@ impl StubBackend {
 }
 
 impl Backend for StubBackend {
-    fn send(&self, request: http::Request<Bytes>) -> BoxFuture<Result<http::Response<Bytes>, HttpError>> {
+    fn send(
+        &self,
+        request: http::Request<Bytes>,
+    ) -> BoxFuture<Result<http::Response<Bytes>, HttpError>> {
         let (parts, body) = request.into_parts();
         let recorded = Recorded {
             method: parts.method,
@@ -115,10 +138,16 @@ impl Backend for StubBackend {
             headers: parts.headers,
             body,
         };
-        let reply = self.inner.queue.lock().unwrap().pop_front().unwrap_or_else(|| match &self.inner.handler {
-            Some(handler) => handler(&recorded),
-            None => Reply::json(500, serde_json::json!({"stub": "no scripted reply left"})),
-        });
+        let reply = self
+            .inner
+            .queue
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or_else(|| match &self.inner.handler {
+                Some(handler) => handler(&recorded),
+                None => Reply::json(500, serde_json::json!({"stub": "no scripted reply left"})),
+            });
         self.inner.recorded.lock().unwrap().push(recorded);
         Box::pin(play(reply))
     }
@@ -133,7 +162,11 @@ async fn play(mut reply: Reply) -> Result<http::Response<Bytes>, HttpError> {
             }
             Reply::Fault(Fault::ConnectionRefused) => return Err(HttpError::ConnectionRefused),
             Reply::Fault(Fault::ConnectionReset) => return Err(HttpError::ConnectionTerminated),
-            Reply::Respond { status, headers, body } => {
+            Reply::Respond {
+                status,
+                headers,
+                body,
+            } => {
                 let mut response = http::Response::builder().status(status);
                 for (name, value) in headers {
                     response = response.header(name, value);

@@ -165,27 +165,58 @@ mod tests {
 
     #[test]
     fn invalid_session_means_reconnect() {
-        let err = map_error(&answer(401, "INVALID_SESSION_ID", "Session expired or invalid", &[]), "x");
-        assert!(matches!(&err, ToolError::NotConnected(m) if m.contains("reconnect Salesforce")), "{err:?}");
+        let err = map_error(
+            &answer(401, "INVALID_SESSION_ID", "Session expired or invalid", &[]),
+            "x",
+        );
+        assert!(
+            matches!(&err, ToolError::NotConnected(m) if m.contains("reconnect Salesforce")),
+            "{err:?}"
+        );
     }
 
     #[test]
     fn permission_errors_are_forbidden_and_explain_whose_permissions() {
         for code in ["INSUFFICIENT_ACCESS_OR_READONLY", "INSUFFICIENT_ACCESS"] {
-            let err = map_error(&answer(403, code, "insufficient access rights on object id", &[]), "x");
-            assert!(matches!(&err, ToolError::Forbidden(m) if m.contains(code) && m.contains("admin")), "{err:?}");
+            let err = map_error(
+                &answer(403, code, "insufficient access rights on object id", &[]),
+                "x",
+            );
+            assert!(
+                matches!(&err, ToolError::Forbidden(m) if m.contains(code) && m.contains("admin")),
+                "{err:?}"
+            );
         }
     }
 
     #[test]
     fn api_disabled_explains_edition_and_licence() {
-        let err = map_error(&answer(403, "API_DISABLED_FOR_ORG", "API is not enabled for this Organization or Partner", &[]), "x");
-        assert!(matches!(&err, ToolError::Forbidden(m) if m.contains("edition or licence")), "{err:?}");
+        let err = map_error(
+            &answer(
+                403,
+                "API_DISABLED_FOR_ORG",
+                "API is not enabled for this Organization or Partner",
+                &[],
+            ),
+            "x",
+        );
+        assert!(
+            matches!(&err, ToolError::Forbidden(m) if m.contains("edition or licence")),
+            "{err:?}"
+        );
     }
 
     #[test]
     fn request_limit_is_the_orgs_api_allowance() {
-        let err = map_error(&answer(403, "REQUEST_LIMIT_EXCEEDED", "TotalRequests Limit exceeded.", &[]), "x");
+        let err = map_error(
+            &answer(
+                403,
+                "REQUEST_LIMIT_EXCEEDED",
+                "TotalRequests Limit exceeded.",
+                &[],
+            ),
+            "x",
+        );
         assert!(
             matches!(&err, ToolError::Unavailable(m) if m.contains("API request limit") && m.contains("15000/15000")),
             "{err:?}"
@@ -194,31 +225,72 @@ mod tests {
 
     #[test]
     fn not_found_names_the_subject() {
-        let err = map_error(&answer(404, "NOT_FOUND", "The requested resource does not exist", &[]), "Account 001000000000001AAA");
-        assert!(matches!(&err, ToolError::NotFound(m) if m.contains("Account 001000000000001AAA")), "{err:?}");
+        let err = map_error(
+            &answer(
+                404,
+                "NOT_FOUND",
+                "The requested resource does not exist",
+                &[],
+            ),
+            "Account 001000000000001AAA",
+        );
+        assert!(
+            matches!(&err, ToolError::NotFound(m) if m.contains("Account 001000000000001AAA")),
+            "{err:?}"
+        );
     }
 
     #[test]
     fn invalid_field_keeps_codes_and_points_to_describe() {
-        let v = crm_error(map_error(&answer(400, "INVALID_FIELD", "No such column 'Nmae' on entity 'Account'.", &["Nmae"]), "x"));
+        let v = crm_error(map_error(
+            &answer(
+                400,
+                "INVALID_FIELD",
+                "No such column 'Nmae' on entity 'Account'.",
+                &["Nmae"],
+            ),
+            "x",
+        ));
         assert_eq!(v["status"], 400);
         assert_eq!(v["errors"][0]["code"], "INVALID_FIELD");
         assert_eq!(v["errors"][0]["fields"][0], "Nmae");
-        assert!(v["hint"].as_str().unwrap().contains("crmb_get_object_fields"));
+        assert!(
+            v["hint"]
+                .as_str()
+                .unwrap()
+                .contains("crmb_get_object_fields")
+        );
     }
 
     #[test]
     fn write_rejections_name_the_fields() {
-        for code in ["REQUIRED_FIELD_MISSING", "FIELD_CUSTOM_VALIDATION_EXCEPTION", "INVALID_CROSS_REFERENCE_KEY", "DUPLICATE_VALUE", "STRING_TOO_LONG"] {
-            let v = crm_error(map_error(&answer(400, code, "rejected", &["StageName"]), "x"));
+        for code in [
+            "REQUIRED_FIELD_MISSING",
+            "FIELD_CUSTOM_VALIDATION_EXCEPTION",
+            "INVALID_CROSS_REFERENCE_KEY",
+            "DUPLICATE_VALUE",
+            "STRING_TOO_LONG",
+        ] {
+            let v = crm_error(map_error(
+                &answer(400, code, "rejected", &["StageName"]),
+                "x",
+            ));
             assert_eq!(v["errors"][0]["code"], code);
-            assert!(v["hint"].as_str().unwrap().contains("StageName"), "{code}: {v}");
+            assert!(
+                v["hint"].as_str().unwrap().contains("StageName"),
+                "{code}: {v}"
+            );
         }
     }
 
     #[test]
     fn query_errors_suggest_the_fix() {
-        for (code, word) in [("MALFORMED_QUERY", "SOQL"), ("INVALID_TYPE", "object name"), ("QUERY_TIMEOUT", "WHERE"), ("INVALID_QUERY_LOCATOR", "without a cursor")] {
+        for (code, word) in [
+            ("MALFORMED_QUERY", "SOQL"),
+            ("INVALID_TYPE", "object name"),
+            ("QUERY_TIMEOUT", "WHERE"),
+            ("INVALID_QUERY_LOCATOR", "without a cursor"),
+        ] {
             let v = crm_error(map_error(&answer(400, code, "m", &[]), "x"));
             assert!(v["hint"].as_str().unwrap().contains(word), "{code}: {v}");
         }
@@ -227,10 +299,27 @@ mod tests {
     #[test]
     fn server_failures_and_rate_limits() {
         for status in [500, 502, 503] {
-            let err = map_error(&Response { status, headers: vec![], body: b"<html>oops</html>".to_vec() }, "x");
-            assert!(matches!(err, ToolError::Unavailable(_)), "{status}: {err:?}");
+            let err = map_error(
+                &Response {
+                    status,
+                    headers: vec![],
+                    body: b"<html>oops</html>".to_vec(),
+                },
+                "x",
+            );
+            assert!(
+                matches!(err, ToolError::Unavailable(_)),
+                "{status}: {err:?}"
+            );
         }
-        let err = map_error(&Response { status: 429, headers: vec![("retry-after".into(), "7".into())], body: vec![] }, "x");
+        let err = map_error(
+            &Response {
+                status: 429,
+                headers: vec![("retry-after".into(), "7".into())],
+                body: vec![],
+            },
+            "x",
+        );
         assert_eq!(err, ToolError::RateLimited(Some(7)));
     }
 }

@@ -36,15 +36,20 @@ impl SalesforceId {
     fn parse_18(text: &str) -> Result<Self, String> {
         let (body, suffix) = text.split_at(15);
         if checksum(body).eq_ignore_ascii_case(suffix) {
-            return Ok(SalesforceId(format!("{body}{}", suffix.to_ascii_uppercase())));
+            return Ok(SalesforceId(format!(
+                "{body}{}",
+                suffix.to_ascii_uppercase()
+            )));
         }
         // The id may have been case-folded (18-character ids are meant to survive that):
         // restore the case the checksum records and check again.
         let folded = body == body.to_ascii_lowercase() || body == body.to_ascii_uppercase();
-        if folded && let Some(restored) = restore_case(body, &suffix.to_ascii_uppercase()) {
-            if checksum(&restored) == suffix.to_ascii_uppercase() {
-                return Ok(SalesforceId(format!("{restored}{}", suffix.to_ascii_uppercase())));
-            }
+        let suffix = suffix.to_ascii_uppercase();
+        if folded
+            && let Some(restored) = restore_case(body, &suffix)
+            && checksum(&restored) == suffix
+        {
+            return Ok(SalesforceId(format!("{restored}{suffix}")));
         }
         Err(format!(
             "{text:?} is not a valid Salesforce record id: its last 3 characters do not match the \
@@ -88,7 +93,11 @@ fn restore_case(body: &str, suffix: &str) -> Option<String> {
             if upper && !b.is_ascii_alphabetic() {
                 return None;
             }
-            out.push(if upper { b.to_ascii_uppercase() } else { b.to_ascii_lowercase() } as char);
+            out.push(if upper {
+                b.to_ascii_uppercase()
+            } else {
+                b.to_ascii_lowercase()
+            } as char);
         }
     }
     Some(out)
@@ -148,7 +157,11 @@ impl ApiName {
                 && !p.contains("__")
                 && p.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
         };
-        if text.is_empty() || text.len() > MAX_API_NAME_LEN || parts.len() > 3 || !parts.iter().all(part_ok) {
+        if text.is_empty()
+            || text.len() > MAX_API_NAME_LEN
+            || parts.len() > 3
+            || !parts.iter().all(part_ok)
+        {
             return Err(format!(
                 "{text:?} is not a Salesforce API name: use letters, digits and underscores, \
                  starting with a letter (e.g. Account, Invoice__c, ns__Invoice__c)"
@@ -244,10 +257,30 @@ mod tests {
 
     #[test]
     fn api_names() {
-        for good in ["Account", "Invoice__c", "ns__Invoice__c", "Region__mdt", "My_Object_2__c", "AccountHistory"] {
+        for good in [
+            "Account",
+            "Invoice__c",
+            "ns__Invoice__c",
+            "Region__mdt",
+            "My_Object_2__c",
+            "AccountHistory",
+        ] {
             assert!(ApiName::parse(good).is_ok(), "{good}");
         }
-        for bad in ["", "1Account", "_Account", "Account_", "Acc ount", "Acc-ount", "a___c", "x__y__z__c", "Account/../x", "Account;", "..", "Ünïcode"] {
+        for bad in [
+            "",
+            "1Account",
+            "_Account",
+            "Account_",
+            "Acc ount",
+            "Acc-ount",
+            "a___c",
+            "x__y__z__c",
+            "Account/../x",
+            "Account;",
+            "..",
+            "Ünïcode",
+        ] {
             assert!(ApiName::parse(bad).is_err(), "{bad}");
         }
     }

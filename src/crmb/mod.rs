@@ -4,5 +4,5 @@ pub mod errors;
 pub mod ids;
 pub mod record_url;
 pub mod records;
-pub mod tools;
 pub mod soql;
+pub mod tools;

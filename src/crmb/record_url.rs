@@ -78,18 +78,29 @@ mod tests {
     fn url_for(instance: &str, object: &str, id: &str) -> String {
         InstanceUrl::parse(instance)
             .unwrap()
-            .record_url(&ApiName::parse(object).unwrap(), &SalesforceId::parse(id).unwrap())
+            .record_url(
+                &ApiName::parse(object).unwrap(),
+                &SalesforceId::parse(id).unwrap(),
+            )
             .to_string()
     }
 
     #[test]
     fn my_domain_gives_a_lightning_url() {
         assert_eq!(
-            url_for("https://acme.my.salesforce.com", "Account", "001000000000001AAA"),
+            url_for(
+                "https://acme.my.salesforce.com",
+                "Account",
+                "001000000000001AAA"
+            ),
             "https://acme.lightning.force.com/lightning/r/Account/001000000000001AAA/view"
         );
         assert_eq!(
-            url_for("https://acme.my.salesforce.com/", "Invoice__c", "a01000000000001"),
+            url_for(
+                "https://acme.my.salesforce.com/",
+                "Invoice__c",
+                "a01000000000001"
+            ),
             "https://acme.lightning.force.com/lightning/r/Invoice__c/a01000000000001/view"
         );
     }
@@ -97,7 +108,11 @@ mod tests {
     #[test]
     fn sandboxes_keep_their_sandbox_domain() {
         assert_eq!(
-            url_for("https://acme--uat.sandbox.my.salesforce.com", "Opportunity", "006000000000001"),
+            url_for(
+                "https://acme--uat.sandbox.my.salesforce.com",
+                "Opportunity",
+                "006000000000001"
+            ),
             "https://acme--uat.sandbox.lightning.force.com/lightning/r/Opportunity/006000000000001/view"
         );
     }
@@ -116,9 +131,20 @@ mod tests {
 
     #[test]
     fn bad_instance_urls_ask_to_reconnect() {
-        for bad in ["acme.my.salesforce.com", "http://acme.my.salesforce.com", "https://acme.my.salesforce.com/x?y=1", ""] {
-            assert!(matches!(InstanceUrl::parse(bad), Err(ToolError::NotConnected(_))), "{bad}");
+        for bad in [
+            "acme.my.salesforce.com",
+            "http://acme.my.salesforce.com",
+            "https://acme.my.salesforce.com/x?y=1",
+            "",
+        ] {
+            assert!(
+                matches!(InstanceUrl::parse(bad), Err(ToolError::NotConnected(_))),
+                "{bad}"
+            );
         }
-        assert!(matches!(InstanceUrl::from_context(None), Err(ToolError::NotConnected(_))));
+        assert!(matches!(
+            InstanceUrl::from_context(None),
+            Err(ToolError::NotConnected(_))
+        ));
     }
 }

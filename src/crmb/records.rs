@@ -36,7 +36,11 @@ fn map_nested(value: &mut Value, instance: Option<&InstanceUrl>) {
     }
 }
 
-fn url_for(fields: &Map<String, Value>, record_type: &str, instance: &InstanceUrl) -> Option<String> {
+fn url_for(
+    fields: &Map<String, Value>,
+    record_type: &str,
+    instance: &InstanceUrl,
+) -> Option<String> {
     // Aggregate rows (type AggregateResult) have no Id, so they get no URL.
     let id = SalesforceId::parse(fields.get("Id")?.as_str()?).ok()?;
     let object = ApiName::parse(record_type).ok()?;
@@ -62,13 +66,24 @@ mod tests {
             ]},
         });
         map_record(&mut record, Some(&instance));
-        assert_eq!(record["record_url"], "https://acme.lightning.force.com/lightning/r/Opportunity/006000000000001AAA/view");
-        assert_eq!(record["Account"]["record_url"], "https://acme.lightning.force.com/lightning/r/Account/001000000000001AAA/view");
+        assert_eq!(
+            record["record_url"],
+            "https://acme.lightning.force.com/lightning/r/Opportunity/006000000000001AAA/view"
+        );
+        assert_eq!(
+            record["Account"]["record_url"],
+            "https://acme.lightning.force.com/lightning/r/Account/001000000000001AAA/view"
+        );
         assert!(record["Account"].get("attributes").is_none());
         assert_eq!(record["Owner"], Value::Null);
         let child = &record["OpportunityContactRoles"]["records"][0];
         assert!(child.get("attributes").is_none());
-        assert!(child["record_url"].as_str().unwrap().contains("/OpportunityContactRole/00K000000000001EAA/"));
+        assert!(
+            child["record_url"]
+                .as_str()
+                .unwrap()
+                .contains("/OpportunityContactRole/00K000000000001EAA/")
+        );
 
         let mut aggregate = json!({"attributes": {"type": "AggregateResult"}, "expr0": 42});
         map_record(&mut aggregate, Some(&instance));

@@ -32,10 +32,12 @@ fn check_prefix(object: &ApiName, id: &SalesforceId) -> Result<(), ToolError> {
         .find(|(name, _)| name.eq_ignore_ascii_case(object.as_str()));
     let actual = KNOWN_PREFIXES.iter().find(|(_, p)| *p == id.key_prefix());
     match (expected, actual) {
-        (Some((name, _)), Some((other, prefix))) if name != other => Err(ToolError::invalid(format!(
-            "record id {id} starts with {prefix}, which is a {other} id, not a {name} id; use \
+        (Some((name, _)), Some((other, prefix))) if name != other => {
+            Err(ToolError::invalid(format!(
+                "record id {id} starts with {prefix}, which is a {other} id, not a {name} id; use \
              object {other:?} or the {name} record's own id"
-        ))),
+            )))
+        }
         _ => Ok(()),
     }
 }
@@ -103,7 +105,12 @@ impl Tool for GetRecord {
                     "fields must list 1 to 200 field names; omit it to get every readable field",
                 ));
             }
-            Some(list) => Some(list.iter().map(ApiName::as_str).collect::<Vec<_>>().join(",")),
+            Some(list) => Some(
+                list.iter()
+                    .map(ApiName::as_str)
+                    .collect::<Vec<_>>()
+                    .join(","),
+            ),
             None => None,
         };
         let instance = session
@@ -136,8 +143,8 @@ impl Tool for GetRecord {
             ));
         }
         map_record(&mut record, instance.as_ref());
-        let record_url = instance
-            .map(|i| i.record_url(&input.object, &input.record_id).to_string());
+        let record_url =
+            instance.map(|i| i.record_url(&input.object, &input.record_id).to_string());
         Ok(json!({"record": record, "record_url": record_url}))
     }
 }
@@ -164,25 +171,49 @@ mod tests {
         Config::from_vars([(keys::PROXY_BASE, "https://broker.example.com")]).unwrap()
     }
 
-    fn run(transport: &mut ScriptedTransport, ctx: &CallContext, tool: &str, input: Value) -> Result<Value, ToolError> {
+    fn run(
+        transport: &mut ScriptedTransport,
+        ctx: &CallContext,
+        tool: &str,
+        input: Value,
+    ) -> Result<Value, ToolError> {
         let config = config();
         let mut session = Session::new(ctx, Ok(&config), transport);
-        call_tool(tool, &input.to_string(), &mut session).map(|out| serde_json::from_str(&out).unwrap())
+        call_tool(tool, &input.to_string(), &mut session)
+            .map(|out| serde_json::from_str(&out).unwrap())
     }
 
     #[test]
     fn generate_record_url_needs_no_request() {
         let mut t = ScriptedTransport::default();
-        let out = run(&mut t, &ctx(), "crmb_generate_record_url", json!({"object": "Account", "record_id": "001000000000001AAA"})).unwrap();
-        assert_eq!(out, json!({"url": "https://acme.lightning.force.com/lightning/r/Account/001000000000001AAA/view"}));
+        let out = run(
+            &mut t,
+            &ctx(),
+            "crmb_generate_record_url",
+            json!({"object": "Account", "record_id": "001000000000001AAA"}),
+        )
+        .unwrap();
+        assert_eq!(
+            out,
+            json!({"url": "https://acme.lightning.force.com/lightning/r/Account/001000000000001AAA/view"})
+        );
         assert!(t.sent.is_empty());
     }
 
     #[test]
     fn an_id_of_another_object_is_refused_before_sending() {
         let mut t = ScriptedTransport::default();
-        let err = run(&mut t, &ctx(), "crmb_get_record", json!({"object": "Account", "record_id": "003000000000001AAA"})).unwrap_err();
-        assert!(matches!(&err, ToolError::InvalidInput(m) if m.contains("Contact id")), "{err:?}");
+        let err = run(
+            &mut t,
+            &ctx(),
+            "crmb_get_record",
+            json!({"object": "Account", "record_id": "003000000000001AAA"}),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&err, ToolError::InvalidInput(m) if m.contains("Contact id")),
+            "{err:?}"
+        );
         assert!(t.sent.is_empty());
     }
 
@@ -196,20 +227,44 @@ mod tests {
         let out = run(&mut t, &ctx(), "crmb_get_record", json!({"object": "Account", "record_id": "001000000000001AAA", "fields": ["Name", "Industry"]})).unwrap();
         let sent = &t.sent[0];
         assert_eq!(sent.method, Method::Get);
-        assert_eq!(sent.url.path(), "/sdk/proxy/salesforce/services/data/v65.0/sobjects/Account/001000000000001AAA");
+        assert_eq!(
+            sent.url.path(),
+            "/sdk/proxy/salesforce/services/data/v65.0/sobjects/Account/001000000000001AAA"
+        );
         assert_eq!(sent.url.query(), Some("fields=Name%2CIndustry"));
         assert_eq!(out["record"]["Name"], "Acme");
         assert!(out["record"].get("attributes").is_none());
-        assert_eq!(out["record_url"], "https://acme.lightning.force.com/lightning/r/Account/001000000000001AAA/view");
+        assert_eq!(
+            out["record_url"],
+            "https://acme.lightning.force.com/lightning/r/Account/001000000000001AAA/view"
+        );
     }
 
     #[test]
     fn get_record_errors_are_mapped() {
-        let mut t = ScriptedTransport::new([response(404, r#"[{"errorCode":"NOT_FOUND","message":"The requested resource does not exist"}]"#)]);
-        let err = run(&mut t, &ctx(), "crmb_get_record", json!({"object": "Account", "record_id": "001000000000001AAA"})).unwrap_err();
-        assert!(matches!(&err, ToolError::NotFound(m) if m.contains("Account record 001000000000001AAA")), "{err:?}");
+        let mut t = ScriptedTransport::new([response(
+            404,
+            r#"[{"errorCode":"NOT_FOUND","message":"The requested resource does not exist"}]"#,
+        )]);
+        let err = run(
+            &mut t,
+            &ctx(),
+            "crmb_get_record",
+            json!({"object": "Account", "record_id": "001000000000001AAA"}),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&err, ToolError::NotFound(m) if m.contains("Account record 001000000000001AAA")),
+            "{err:?}"
+        );
         let mut t = ScriptedTransport::new([response(200, "[1,2]")]);
-        let err = run(&mut t, &ctx(), "crmb_get_record", json!({"object": "Account", "record_id": "001000000000001AAA"})).unwrap_err();
+        let err = run(
+            &mut t,
+            &ctx(),
+            "crmb_get_record",
+            json!({"object": "Account", "record_id": "001000000000001AAA"}),
+        )
+        .unwrap_err();
         assert!(matches!(err, ToolError::CrmError(_)));
     }
 
@@ -224,7 +279,10 @@ mod tests {
         ] {
             let mut t = ScriptedTransport::default();
             let err = run(&mut t, &ctx(), "crmb_get_record", input.clone()).unwrap_err();
-            assert!(matches!(err, ToolError::InvalidInput(_)), "{input}: {err:?}");
+            assert!(
+                matches!(err, ToolError::InvalidInput(_)),
+                "{input}: {err:?}"
+            );
             assert!(t.sent.is_empty());
         }
     }
