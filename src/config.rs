@@ -20,6 +20,11 @@ pub mod keys {
     pub const READ_ATTEMPTS: &str = "CRM_READ_ATTEMPTS";
     pub const RETRY_BASE_MS: &str = "CRM_RETRY_BASE_MS";
     pub const MAX_RETRY_WAIT_MS: &str = "CRM_MAX_RETRY_WAIT_MS";
+    pub const INLINE_MAX_BYTES: &str = "CRM_INLINE_MAX_BYTES";
+    pub const FILE_THRESHOLD_RECORDS: &str = "CRM_FILE_THRESHOLD_RECORDS";
+    pub const FILE_MAX_RECORDS: &str = "CRM_FILE_MAX_RECORDS";
+    pub const RESULTS_DIR: &str = "CRM_RESULTS_DIR";
+    pub const RESULTS_HOST_DIR: &str = "CRM_RESULTS_HOST_DIR";
 }
 
 /// The Salesforce REST API version used when the tenant does not pick one (Winter '26).
@@ -36,6 +41,35 @@ pub struct Config {
     pub crm_b_integration: String,
     pub crm_b_api_version: ApiVersion,
     pub limits: Limits,
+    pub results: ResultLimits,
+}
+
+/// How query results reach the assistant: inline up to a byte budget, or as a JSON Lines file
+/// when they are large and the host gave the tenant a results directory.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResultLimits {
+    /// Most bytes of records returned inline; the rest is left to a cursor.
+    pub inline_max_bytes: usize,
+    /// A query whose total exceeds this many records goes to a file (when files are enabled).
+    pub file_threshold_records: u64,
+    /// Most records written to one file.
+    pub file_max_records: u64,
+    /// Where the component writes result files (a directory the host preopened), if anywhere.
+    pub dir: Option<String>,
+    /// The same directory as the host sees it, for the `file_path` the assistant is given.
+    pub host_dir: Option<String>,
+}
+
+impl Default for ResultLimits {
+    fn default() -> Self {
+        ResultLimits {
+            inline_max_bytes: 256 * 1024,
+            file_threshold_records: 5_000,
+            file_max_records: 1_000_000,
+            dir: None,
+            host_dir: None,
+        }
+    }
 }
 
 /// Bounds on time, size and retries for one call.
@@ -174,7 +208,31 @@ impl Config {
                 0..=300_000,
             )?),
         };
+        let default_results = ResultLimits::default();
+        let results = ResultLimits {
+            inline_max_bytes: number(
+                &vars,
+                keys::INLINE_MAX_BYTES,
+                default_results.inline_max_bytes as u64,
+                1024..=64 << 20,
+            )? as usize,
+            file_threshold_records: number(
+                &vars,
+                keys::FILE_THRESHOLD_RECORDS,
+                default_results.file_threshold_records,
+                1..=10_000_000,
+            )?,
+            file_max_records: number(
+                &vars,
+                keys::FILE_MAX_RECORDS,
+                default_results.file_max_records,
+                1..=50_000_000,
+            )?,
+            dir: get(keys::RESULTS_DIR).map(str::to_string),
+            host_dir: get(keys::RESULTS_HOST_DIR).map(str::to_string),
+        };
         Ok(Config {
+            results,
             proxy_base,
             crm_a_integration,
             crm_a_api_base,

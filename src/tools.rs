@@ -95,7 +95,11 @@ fn call<T: Tool>(input: &str, session: &mut Session<'_>) -> Result<Value, ToolEr
 
 /// Every tool this build offers: only ones that work end to end.
 const REGISTRY: &[Entry] = &[
+    entry::<crate::crmb::tools::RunSoqlQuery>(),
+    entry::<crate::crmb::tools::GetObjectFields>(),
     entry::<crate::crmb::tools::GetRecord>(),
+    entry::<crate::crmb::tools::CreateRecord>(),
+    entry::<crate::crmb::tools::UpdateRecord>(),
     entry::<crate::crmb::tools::GenerateRecordUrl>(),
 ];
 

@@ -140,7 +140,9 @@ impl JsonSchema for SalesforceId {
 /// A Salesforce API name of an object or field: letters, digits and single underscores,
 /// starting with a letter, with `__` only between a namespace, the name and a suffix
 /// (`Account`, `Invoice__c`, `ns__Invoice__c`, `Region__mdt`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 #[serde(try_from = "String", into = "String")]
 pub struct ApiName(String);
 

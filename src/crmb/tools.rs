@@ -1,11 +1,14 @@
 //! The `crmb_*` tools.
 
+use super::describe::{FieldFilter, RawDescribe, compact};
 use super::errors::map_error;
+use super::fields::FieldValues;
 use super::ids::{ApiName, SalesforceId};
+use super::query::{self, QueryRequest};
 use super::record_url::InstanceUrl;
 use super::records::map_record;
 use crate::error::ToolError;
-use crate::http::Request;
+use crate::http::{Effect, Method, Request, Response};
 use crate::proxy;
 use crate::tools::{Session, Tool};
 use schemars::JsonSchema;
@@ -149,6 +152,237 @@ impl Tool for GetRecord {
     }
 }
 
+/// Parses a JSON answer body, or says the CRM sent something unexpected.
+fn json_body<T: serde::de::DeserializeOwned>(
+    response: &Response,
+    what: &str,
+) -> Result<T, ToolError> {
+    serde_json::from_slice(&response.body).map_err(|err| {
+        ToolError::CrmError(
+            json!({"crm": "salesforce", "status": response.status, "error": format!("{what} was not the expected JSON: {err}")})
+                .to_string(),
+        )
+    })
+}
+
+/// Input of `crmb_run_soql_query`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunQueryInput {
+    /// One SOQL SELECT statement, e.g. "SELECT Id, Name, Amount, CloseDate FROM Opportunity
+    /// WHERE IsClosed = false AND CloseDate = THIS_MONTH ORDER BY Amount DESC". Read-only: no
+    /// DML, no FOR UPDATE, no SELECT * (use FIELDS(STANDARD) or list fields).
+    #[schemars(length(min = 1, max = 100000))]
+    pub query: String,
+    /// Most records to return in this call (1-2000, default 200). More are reachable with
+    /// next_cursor.
+    #[serde(default)]
+    #[schemars(range(min = 1, max = 2000))]
+    pub max_records: Option<u32>,
+    /// next_cursor from a previous result of the same query, to get the following records.
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+/// `crmb_run_soql_query`.
+pub struct RunSoqlQuery;
+
+impl Tool for RunSoqlQuery {
+    const NAME: &'static str = "crmb_run_soql_query";
+    const DESCRIPTION: &'static str = "Run a read-only SOQL SELECT query in Salesforce, as the \
+        connected user (records they cannot see are simply absent). Use it for pipeline, \
+        forecast and risk questions, e.g. open opportunities closing this month. Returns \
+        records with a record_url each, total_size and done; when more records remain it \
+        returns next_cursor (pass it back with the same query) and says how many are left. Very \
+        large results are written to a JSON Lines file instead: then file_path, record_count, \
+        columns and a short preview come back, and no records. Use crmb_get_object_fields first \
+        when unsure of field names.";
+    const READ_ONLY: bool = true;
+    type Input = RunQueryInput;
+
+    fn run(input: RunQueryInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+        let request = QueryRequest::new(&input.query, input.max_records, input.cursor.as_deref())?;
+        query::run(request, session)
+    }
+}
+
+/// Input of `crmb_get_object_fields`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ObjectFieldsInput {
+    /// Object API name, e.g. Account, Opportunity, Invoice__c.
+    pub object: ApiName,
+    /// Only fields whose API name or label contains this text (case-insensitive).
+    #[serde(default)]
+    pub name_contains: Option<String>,
+    /// Only custom fields (API names ending in __c).
+    #[serde(default)]
+    pub custom_only: bool,
+    /// Only fields that can be set when creating a record.
+    #[serde(default)]
+    pub createable_only: bool,
+    /// Also list child relationship names, for subqueries such as (SELECT Id FROM Contacts).
+    #[serde(default)]
+    pub include_child_relationships: bool,
+}
+
+/// `crmb_get_object_fields`.
+pub struct GetObjectFields;
+
+impl Tool for GetObjectFields {
+    const NAME: &'static str = "crmb_get_object_fields";
+    const DESCRIPTION: &'static str = "Describe a Salesforce object: its fields' API names, \
+        labels, types, active picklist values, lookups (reference_to, relationship_name), which \
+        fields are required on create, createable and updateable, and custom fields. Use it to \
+        discover schema and custom fields before writing SOQL or creating and updating records. \
+        Filters (name_contains, custom_only, createable_only) keep the answer short.";
+    const READ_ONLY: bool = true;
+    type Input = ObjectFieldsInput;
+
+    fn run(input: ObjectFieldsInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+        let config = session.config()?;
+        let url = proxy::crm_b(
+            config,
+            &["sobjects", input.object.as_str(), "describe"],
+            &[],
+        );
+        let response = session.send(&Request::get(url))?;
+        if !response.is_success() {
+            return Err(map_error(&response, &format!("object {}", input.object)));
+        }
+        let raw: RawDescribe = json_body(&response, "the describe answer")?;
+        let filter = FieldFilter {
+            name_contains: input.name_contains.filter(|s| !s.trim().is_empty()),
+            custom_only: input.custom_only,
+            createable_only: input.createable_only,
+        };
+        serde_json::to_value(compact(raw, &filter, input.include_child_relationships))
+            .map_err(|e| ToolError::CrmError(e.to_string()))
+    }
+}
+
+/// Input of `crmb_create_record`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateRecordInput {
+    /// Object API name, e.g. Account, Contact, Opportunity, Task, Invoice__c.
+    pub object: ApiName,
+    /// Field API name → value (string, number, boolean or null), e.g. {"Name": "Acme",
+    /// "Industry": "Energy"}. Dates as "2026-11-30"; lookups as record ids.
+    pub fields: FieldValues,
+}
+
+/// Creates answer `{id, success, errors}`.
+#[derive(Debug, Deserialize)]
+struct CreateAnswer {
+    id: SalesforceId,
+    #[serde(default = "yes")]
+    success: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// `crmb_create_record`.
+pub struct CreateRecord;
+
+impl Tool for CreateRecord {
+    const NAME: &'static str = "crmb_create_record";
+    const DESCRIPTION: &'static str = "Create one Salesforce record (e.g. a Task to log an \
+        activity, a Contact, an Opportunity) from a map of field API names to values. Returns \
+        the new id and record_url. Sent exactly once: if the outcome is unknown it says so \
+        instead of retrying, so check with crmb_run_soql_query before creating again. Use \
+        crmb_get_object_fields to see required fields.";
+    const READ_ONLY: bool = false;
+    type Input = CreateRecordInput;
+
+    fn run(input: CreateRecordInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+        let body = input.fields.to_body()?;
+        let instance = session
+            .ctx
+            .instance_url
+            .as_deref()
+            .map(InstanceUrl::parse)
+            .transpose()?;
+        let config = session.config()?;
+        let url = proxy::crm_b(config, &["sobjects", input.object.as_str()], &[]);
+        let response = session.send(&Request::json(Method::Post, url, Effect::Write, &body))?;
+        if !response.is_success() {
+            return Err(map_error(&response, &format!("object {}", input.object)));
+        }
+        let answer: CreateAnswer = json_body(&response, "the create answer").map_err(|_| {
+            ToolError::OutcomeUnknown(format!(
+                "Salesforce answered {} to the create of a {} but without a readable record id; \
+                 check with crmb_run_soql_query whether it exists before creating it again",
+                response.status, input.object
+            ))
+        })?;
+        if !answer.success {
+            return Err(map_error(&response, &format!("object {}", input.object)));
+        }
+        let record_url = instance.map(|i| i.record_url(&input.object, &answer.id).to_string());
+        Ok(
+            json!({"id": answer.id.as_str(), "object": input.object.as_str(), "record_url": record_url}),
+        )
+    }
+}
+
+/// Input of `crmb_update_record`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateRecordInput {
+    /// Object API name, e.g. Opportunity.
+    pub object: ApiName,
+    /// Id of the record to change (15 or 18 characters).
+    pub record_id: SalesforceId,
+    /// Field API name → new value (string, number, boolean or null), e.g. {"StageName":
+    /// "Negotiation/Review"}. Only these fields change.
+    pub fields: FieldValues,
+}
+
+/// `crmb_update_record`.
+pub struct UpdateRecord;
+
+impl Tool for UpdateRecord {
+    const NAME: &'static str = "crmb_update_record";
+    const DESCRIPTION: &'static str = "Update fields of one Salesforce record by object and \
+        record id (e.g. move an opportunity's stage, change a close date). Only the given fields \
+        change. Returns the record_url. Sent exactly once; an unknown outcome is reported, not \
+        retried.";
+    const READ_ONLY: bool = false;
+    type Input = UpdateRecordInput;
+
+    fn run(input: UpdateRecordInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+        check_prefix(&input.object, &input.record_id)?;
+        let body = input.fields.to_body()?;
+        let instance = session
+            .ctx
+            .instance_url
+            .as_deref()
+            .map(InstanceUrl::parse)
+            .transpose()?;
+        let config = session.config()?;
+        let url = proxy::crm_b(
+            config,
+            &["sobjects", input.object.as_str(), input.record_id.as_str()],
+            &[],
+        );
+        let response = session.send(&Request::json(Method::Patch, url, Effect::Write, &body))?;
+        if !response.is_success() {
+            return Err(map_error(
+                &response,
+                &format!("{} record {}", input.object, input.record_id),
+            ));
+        }
+        let record_url =
+            instance.map(|i| i.record_url(&input.object, &input.record_id).to_string());
+        Ok(
+            json!({"id": input.record_id.as_str(), "object": input.object.as_str(), "record_url": record_url, "updated": true}),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -285,5 +519,138 @@ mod tests {
             );
             assert!(t.sent.is_empty());
         }
+    }
+
+    #[test]
+    fn create_posts_the_field_map_once_and_returns_id_and_link() {
+        let mut t = ScriptedTransport::new([response(
+            201,
+            r#"{"id":"0015gA000000009ABA","success":true,"errors":[]}"#,
+        )]);
+        let out = run(
+            &mut t,
+            &ctx(),
+            "crmb_create_record",
+            json!({"object": "Account", "fields": {"Name": "Initech", "NumberOfEmployees": 250}}),
+        )
+        .unwrap();
+        assert_eq!(out["id"], "0015gA000000009ABA");
+        assert_eq!(
+            out["record_url"],
+            "https://acme.lightning.force.com/lightning/r/Account/0015gA000000009ABA/view"
+        );
+        let sent = &t.sent[0];
+        assert_eq!(
+            (sent.method, sent.url.path()),
+            (
+                Method::Post,
+                "/sdk/proxy/salesforce/services/data/v65.0/sobjects/Account"
+            )
+        );
+        let body: Value = serde_json::from_slice(sent.body.as_deref().unwrap()).unwrap();
+        assert_eq!(body, json!({"Name": "Initech", "NumberOfEmployees": 250}));
+    }
+
+    #[test]
+    fn a_create_with_an_unknown_outcome_is_not_retried() {
+        let mut t = ScriptedTransport::new([response(503, "")]);
+        let err = run(
+            &mut t,
+            &ctx(),
+            "crmb_create_record",
+            json!({"object": "Task", "fields": {"Subject": "Call"}}),
+        )
+        .unwrap_err();
+        assert!(matches!(err, ToolError::OutcomeUnknown(_)), "{err:?}");
+        assert_eq!(t.sent.len(), 1);
+        let mut t = ScriptedTransport::new([response(201, "not json")]);
+        let err = run(
+            &mut t,
+            &ctx(),
+            "crmb_create_record",
+            json!({"object": "Task", "fields": {"Subject": "Call"}}),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(err, ToolError::OutcomeUnknown(_)),
+            "a create whose answer cannot be read: {err:?}"
+        );
+    }
+
+    #[test]
+    fn create_rejections_keep_the_fields() {
+        let mut t = ScriptedTransport::new([response(
+            400,
+            r#"[{"message":"Required fields are missing: [StageName]","errorCode":"REQUIRED_FIELD_MISSING","fields":["StageName"]}]"#,
+        )]);
+        let err = run(
+            &mut t,
+            &ctx(),
+            "crmb_create_record",
+            json!({"object": "Opportunity", "fields": {"Name": "X"}}),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&err, ToolError::CrmError(m) if m.contains("StageName") && m.contains("REQUIRED_FIELD_MISSING")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn update_patches_and_treats_204_as_success() {
+        let mut t = ScriptedTransport::new([response(204, "")]);
+        let out = run(&mut t, &ctx(), "crmb_update_record", json!({"object": "Opportunity", "record_id": "006000000000001", "fields": {"StageName": "Closed Won"}})).unwrap();
+        assert_eq!(
+            out["record_url"],
+            "https://acme.lightning.force.com/lightning/r/Opportunity/006000000000001/view"
+        );
+        assert_eq!(t.sent[0].method, Method::Patch);
+        assert_eq!(
+            t.sent[0].url.path(),
+            "/sdk/proxy/salesforce/services/data/v65.0/sobjects/Opportunity/006000000000001"
+        );
+        let mut t = ScriptedTransport::default();
+        let err = run(&mut t, &ctx(), "crmb_update_record", json!({"object": "Opportunity", "record_id": "006000000000001", "fields": {"Stage": {"a": 1}}})).unwrap_err();
+        assert!(matches!(err, ToolError::InvalidInput(_)));
+        assert!(t.sent.is_empty());
+    }
+
+    #[test]
+    fn object_fields_are_compact_and_filtered() {
+        let describe = json!({"name": "Account", "label": "Account", "labelPlural": "Accounts", "keyPrefix": "001", "queryable": true, "createable": true, "updateable": true,
+        "fields": [
+            {"name": "Name", "label": "Account Name", "type": "string", "length": 255, "nillable": false, "createable": true, "updateable": true},
+            {"name": "Tier__c", "label": "Tier", "type": "picklist", "length": 255, "nillable": true, "createable": true, "updateable": true, "custom": true,
+             "picklistValues": [{"value": "Gold", "active": true}, {"value": "Tin", "active": false}]}
+        ]});
+        let mut t = ScriptedTransport::new([response(200, &describe.to_string())]);
+        let out = run(
+            &mut t,
+            &ctx(),
+            "crmb_get_object_fields",
+            json!({"object": "Account", "custom_only": true}),
+        )
+        .unwrap();
+        assert_eq!(
+            t.sent[0].url.path(),
+            "/sdk/proxy/salesforce/services/data/v65.0/sobjects/Account/describe"
+        );
+        assert_eq!(out["object"], "Account");
+        assert_eq!(
+            out["fields"],
+            json!([{"name": "Tier__c", "label": "Tier", "type": "picklist", "picklist_values": ["Gold"], "required_on_create": false, "createable": true, "updateable": true, "custom": true, "length": 255}])
+        );
+        let mut t = ScriptedTransport::new([response(
+            404,
+            r#"[{"errorCode":"NOT_FOUND","message":"The requested resource does not exist"}]"#,
+        )]);
+        let err = run(
+            &mut t,
+            &ctx(),
+            "crmb_get_object_fields",
+            json!({"object": "Nope__c"}),
+        )
+        .unwrap_err();
+        assert!(matches!(&err, ToolError::NotFound(m) if m.contains("Nope__c")));
     }
 }

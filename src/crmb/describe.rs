@@ -1,0 +1,306 @@
+//! A compact view of Salesforce's describe: what a model needs to write SOQL and field maps,
+//! without the hundreds of kilobytes of the raw answer.
+
+use serde::{Deserialize, Serialize};
+
+/// The parts of a describe answer that are kept (serde skips the rest while parsing).
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawDescribe {
+    pub name: String,
+    #[serde(default)]
+    pub label: String,
+    #[serde(default)]
+    pub label_plural: String,
+    #[serde(default)]
+    pub key_prefix: Option<String>,
+    #[serde(default)]
+    pub custom: bool,
+    #[serde(default)]
+    pub queryable: bool,
+    #[serde(default)]
+    pub createable: bool,
+    #[serde(default)]
+    pub updateable: bool,
+    #[serde(default)]
+    pub fields: Vec<RawField>,
+    #[serde(default)]
+    pub child_relationships: Vec<RawChild>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawField {
+    pub name: String,
+    #[serde(default)]
+    pub label: String,
+    #[serde(rename = "type", default)]
+    pub field_type: String,
+    #[serde(default)]
+    pub length: u64,
+    #[serde(default)]
+    pub nillable: bool,
+    #[serde(default)]
+    pub createable: bool,
+    #[serde(default)]
+    pub updateable: bool,
+    #[serde(default)]
+    pub custom: bool,
+    #[serde(default)]
+    pub defaulted_on_create: bool,
+    #[serde(default)]
+    pub picklist_values: Vec<RawPicklistValue>,
+    #[serde(default)]
+    pub reference_to: Vec<String>,
+    #[serde(default)]
+    pub relationship_name: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct RawPicklistValue {
+    pub value: String,
+    #[serde(default)]
+    pub active: bool,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawChild {
+    #[serde(default)]
+    pub child_s_object: String,
+    #[serde(default)]
+    pub field: String,
+    #[serde(default)]
+    pub relationship_name: Option<String>,
+}
+
+/// Which fields the caller wants.
+#[derive(Debug, Clone, Default)]
+pub struct FieldFilter {
+    /// Case-insensitive part of the name or label.
+    pub name_contains: Option<String>,
+    pub custom_only: bool,
+    pub createable_only: bool,
+}
+
+/// One field as the assistant sees it.
+#[derive(Debug, Serialize, PartialEq)]
+pub struct FieldView {
+    pub name: String,
+    pub label: String,
+    #[serde(rename = "type")]
+    pub field_type: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub picklist_values: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub reference_to: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub relationship_name: Option<String>,
+    /// Must be given on create: not nillable, createable, and not defaulted by Salesforce.
+    pub required_on_create: bool,
+    pub createable: bool,
+    pub updateable: bool,
+    pub custom: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub length: Option<u64>,
+}
+
+/// The compact describe.
+#[derive(Debug, Serialize)]
+pub struct ObjectView {
+    pub object: String,
+    pub label: String,
+    pub label_plural: String,
+    pub key_prefix: Option<String>,
+    pub custom: bool,
+    pub queryable: bool,
+    pub createable: bool,
+    pub updateable: bool,
+    pub field_count: usize,
+    pub fields: Vec<FieldView>,
+    /// Child relationship names usable in subqueries, e.g. `(SELECT Id FROM Contacts)`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub child_relationships: Option<Vec<ChildView>>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ChildView {
+    pub relationship_name: String,
+    pub child_object: String,
+    pub field: String,
+}
+
+const TEXT_TYPES: &[&str] = &[
+    "string",
+    "textarea",
+    "email",
+    "phone",
+    "url",
+    "picklist",
+    "multipicklist",
+    "encryptedstring",
+];
+
+/// Maps a parsed describe to the compact view.
+pub fn compact(raw: RawDescribe, filter: &FieldFilter, with_children: bool) -> ObjectView {
+    let needle = filter.name_contains.as_deref().map(str::to_ascii_lowercase);
+    let field_count = raw.fields.len();
+    let fields = raw
+        .fields
+        .into_iter()
+        .filter(|f| {
+            needle.as_deref().is_none_or(|n| {
+                f.name.to_ascii_lowercase().contains(n) || f.label.to_ascii_lowercase().contains(n)
+            }) && (!filter.custom_only || f.custom)
+                && (!filter.createable_only || f.createable)
+        })
+        .map(field_view)
+        .collect();
+    let child_relationships = with_children.then(|| {
+        raw.child_relationships
+            .into_iter()
+            .filter_map(|c| {
+                Some(ChildView {
+                    relationship_name: c.relationship_name?,
+                    child_object: c.child_s_object,
+                    field: c.field,
+                })
+            })
+            .collect()
+    });
+    ObjectView {
+        object: raw.name,
+        label: raw.label,
+        label_plural: raw.label_plural,
+        key_prefix: raw.key_prefix,
+        custom: raw.custom,
+        queryable: raw.queryable,
+        createable: raw.createable,
+        updateable: raw.updateable,
+        field_count,
+        fields,
+        child_relationships,
+    }
+}
+
+fn field_view(f: RawField) -> FieldView {
+    let is_picklist = f.field_type == "picklist" || f.field_type == "multipicklist";
+    FieldView {
+        required_on_create: !f.nillable && f.createable && !f.defaulted_on_create,
+        picklist_values: is_picklist.then(|| {
+            f.picklist_values
+                .into_iter()
+                .filter(|p| p.active)
+                .map(|p| p.value)
+                .collect()
+        }),
+        length: TEXT_TYPES
+            .contains(&f.field_type.as_str())
+            .then_some(f.length),
+        name: f.name,
+        label: f.label,
+        field_type: f.field_type,
+        reference_to: f.reference_to,
+        relationship_name: f.relationship_name,
+        createable: f.createable,
+        updateable: f.updateable,
+        custom: f.custom,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A trimmed real describe of Opportunity (shape as Salesforce returns it).
+    fn opportunity() -> RawDescribe {
+        serde_json::from_value(json!({
+            "name": "Opportunity", "label": "Opportunity", "labelPlural": "Opportunities", "keyPrefix": "006",
+            "custom": false, "queryable": true, "createable": true, "updateable": true, "deletable": true,
+            "urls": {"describe": "/services/data/v65.0/sobjects/Opportunity/describe"},
+            "fields": [
+                {"name": "Id", "label": "Opportunity ID", "type": "id", "length": 18, "nillable": false, "createable": false, "updateable": false, "custom": false, "calculated": false, "defaultedOnCreate": true, "picklistValues": [], "referenceTo": [], "relationshipName": null},
+                {"name": "AccountId", "label": "Account ID", "type": "reference", "length": 18, "nillable": true, "createable": true, "updateable": true, "custom": false, "defaultedOnCreate": false, "picklistValues": [], "referenceTo": ["Account"], "relationshipName": "Account"},
+                {"name": "StageName", "label": "Stage", "type": "picklist", "length": 255, "nillable": false, "createable": true, "updateable": true, "custom": false, "defaultedOnCreate": false,
+                 "picklistValues": [{"value": "Prospecting", "label": "Prospecting", "active": true, "defaultValue": false}, {"value": "Old Stage", "label": "Old Stage", "active": false, "defaultValue": false}],
+                 "referenceTo": [], "relationshipName": null},
+                {"name": "Amount", "label": "Amount", "type": "currency", "length": 0, "nillable": true, "createable": true, "updateable": true, "custom": false, "defaultedOnCreate": false, "picklistValues": [], "referenceTo": []},
+                {"name": "Region__c", "label": "Sales Region", "type": "string", "length": 40, "nillable": true, "createable": true, "updateable": true, "custom": true, "defaultedOnCreate": false, "picklistValues": [], "referenceTo": []}
+            ],
+            "childRelationships": [{"childSObject": "OpportunityLineItem", "field": "OpportunityId", "relationshipName": "OpportunityLineItems", "cascadeDelete": true}, {"childSObject": "X", "field": "Y", "relationshipName": null}],
+            "recordTypeInfos": []
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn compact_view_keeps_what_a_model_needs() {
+        let view = compact(opportunity(), &FieldFilter::default(), true);
+        let v = serde_json::to_value(&view).unwrap();
+        assert_eq!(v["object"], "Opportunity");
+        assert_eq!(v["field_count"], 5);
+        let stage = &v["fields"][2];
+        assert_eq!(
+            stage["picklist_values"],
+            json!(["Prospecting"]),
+            "inactive values dropped"
+        );
+        assert_eq!(stage["required_on_create"], true);
+        assert_eq!(
+            v["fields"][0]["required_on_create"], false,
+            "Id is not createable"
+        );
+        assert_eq!(v["fields"][1]["reference_to"], json!(["Account"]));
+        assert_eq!(v["fields"][1]["relationship_name"], "Account");
+        assert!(
+            v["fields"][3].get("length").is_none(),
+            "no length for currency"
+        );
+        assert_eq!(
+            v["child_relationships"],
+            json!([{"relationship_name": "OpportunityLineItems", "child_object": "OpportunityLineItem", "field": "OpportunityId"}])
+        );
+        assert!(v.get("urls").is_none() && v["fields"][0].get("calculated").is_none());
+    }
+
+    #[test]
+    fn filters_narrow_the_fields() {
+        let only = |filter: FieldFilter| -> Vec<String> {
+            compact(opportunity(), &filter, false)
+                .fields
+                .into_iter()
+                .map(|f| f.name)
+                .collect()
+        };
+        assert_eq!(
+            only(FieldFilter {
+                name_contains: Some("region".into()),
+                ..Default::default()
+            }),
+            vec!["Region__c"]
+        );
+        assert_eq!(
+            only(FieldFilter {
+                name_contains: Some("STAGE".into()),
+                ..Default::default()
+            }),
+            vec!["StageName"]
+        );
+        assert_eq!(
+            only(FieldFilter {
+                custom_only: true,
+                ..Default::default()
+            }),
+            vec!["Region__c"]
+        );
+        assert_eq!(
+            only(FieldFilter {
+                createable_only: true,
+                ..Default::default()
+            })
+            .len(),
+            4
+        );
+    }
+}

@@ -1,0 +1,459 @@
+//! `crmb_run_soql_query`: validated SOQL, safe paging with opaque cursors, an inline byte
+//! budget, and large results streamed to a JSON Lines file page by page.
+
+use super::errors::map_error;
+use super::record_url::InstanceUrl;
+use super::records::map_record;
+use super::soql::{self, ValidatedQuery};
+use crate::config::{ApiVersion, Config};
+use crate::error::ToolError;
+use crate::http::Request;
+use crate::proxy;
+use crate::tools::Session;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::io::Write;
+
+/// Records returned inline when the caller gives no `max_records`.
+pub const DEFAULT_MAX_RECORDS: u32 = 200;
+/// Most records one call returns inline.
+pub const MAX_INLINE_RECORDS: u32 = 2000;
+/// Records shown as a preview when results go to a file.
+const PREVIEW_RECORDS: usize = 3;
+
+/// One page of a query answer.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Page {
+    total_size: u64,
+    done: bool,
+    #[serde(default)]
+    next_records_url: Option<String>,
+    #[serde(default)]
+    records: Vec<Value>,
+}
+
+/// Where a query's rows continue: Salesforce's query locator id and the row offset.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Locator {
+    id: String,
+    offset: u64,
+}
+
+impl Locator {
+    /// Parses a `nextRecordsUrl`. Only this tenant's own `/services/data/vNN.0/query/{id}-{offset}`
+    /// is accepted, so a hostile or corrupted answer cannot send the next request elsewhere.
+    pub fn from_next_records_url(url: &str, version: ApiVersion) -> Result<Self, String> {
+        let prefix = format!("/services/data/{}/query/", version.segment());
+        let tail = url.strip_prefix(&prefix).ok_or_else(|| {
+            format!("{url:?} is not a query path of this org's API ({prefix}...)")
+        })?;
+        Self::parse_segment(tail).ok_or_else(|| format!("{url:?} does not end in a query locator"))
+    }
+
+    /// `{id}-{offset}`: the id is 15 to 18 letters and digits, the offset a number.
+    fn parse_segment(segment: &str) -> Option<Self> {
+        let (id, offset) = segment.split_once('-')?;
+        let id_ok = (15..=18).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric());
+        let offset_ok =
+            !offset.is_empty() && offset.len() <= 12 && offset.bytes().all(|b| b.is_ascii_digit());
+        if !(id_ok && offset_ok) {
+            return None;
+        }
+        Some(Locator {
+            id: id.to_string(),
+            offset: offset.parse().ok()?,
+        })
+    }
+
+    fn at(&self, offset: u64) -> Locator {
+        Locator {
+            id: self.id.clone(),
+            offset,
+        }
+    }
+
+    fn segment(&self) -> String {
+        format!("{}-{}", self.id, self.offset)
+    }
+}
+
+/// The opaque continuation token: `sfq1.{locator id}.{offset}.{query fingerprint}`. The
+/// fingerprint ties it to the query text, so a cursor cannot be replayed on another query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor {
+    locator: Locator,
+    fingerprint: u64,
+}
+
+impl Cursor {
+    fn new(locator: Locator, query: &ValidatedQuery) -> Self {
+        Cursor {
+            locator,
+            fingerprint: fingerprint(query.text()),
+        }
+    }
+
+    pub fn encode(&self) -> String {
+        format!(
+            "sfq1.{}.{}.{:016x}",
+            self.locator.id, self.locator.offset, self.fingerprint
+        )
+    }
+
+    /// Parses a cursor given back by the caller, for the same query.
+    pub fn parse(text: &str, query: &ValidatedQuery) -> Result<Self, ToolError> {
+        let malformed = || {
+            ToolError::invalid(
+                "cursor is not one this tool returned: pass next_cursor from the previous result \
+                 unchanged, or omit it to start the query again",
+            )
+        };
+        let parts: Vec<&str> = text.trim().split('.').collect();
+        let ["sfq1", id, offset, hash] = parts.as_slice() else {
+            return Err(malformed());
+        };
+        let locator = Locator::parse_segment(&format!("{id}-{offset}")).ok_or_else(malformed)?;
+        let fingerprint = u64::from_str_radix(hash, 16).map_err(|_| malformed())?;
+        let cursor = Cursor {
+            locator,
+            fingerprint,
+        };
+        if cursor.fingerprint != self::fingerprint(query.text()) {
+            return Err(ToolError::invalid(
+                "this cursor belongs to a different query: send the same query text with it, or \
+                 omit the cursor to start this query from the beginning",
+            ));
+        }
+        Ok(cursor)
+    }
+}
+
+/// FNV-1a of the query text.
+fn fingerprint(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+/// What the caller asked for, validated.
+pub struct QueryRequest {
+    pub query: ValidatedQuery,
+    pub max_records: u32,
+    pub cursor: Option<Cursor>,
+}
+
+impl QueryRequest {
+    pub fn new(
+        text: &str,
+        max_records: Option<u32>,
+        cursor: Option<&str>,
+    ) -> Result<Self, ToolError> {
+        let query = soql::validate(text).map_err(|e| ToolError::invalid(e.to_string()))?;
+        let max_records = max_records.unwrap_or(DEFAULT_MAX_RECORDS);
+        if !(1..=MAX_INLINE_RECORDS).contains(&max_records) {
+            return Err(ToolError::invalid(format!(
+                "max_records must be from 1 to {MAX_INLINE_RECORDS}; larger results are paged with \
+                 next_cursor or written to a file"
+            )));
+        }
+        let cursor = cursor.map(|c| Cursor::parse(c, &query)).transpose()?;
+        Ok(QueryRequest {
+            query,
+            max_records,
+            cursor,
+        })
+    }
+}
+
+/// Runs the query and shapes the answer.
+pub fn run(request: QueryRequest, session: &mut Session<'_>) -> Result<Value, ToolError> {
+    let config = session.config()?;
+    let instance = session
+        .ctx
+        .instance_url
+        .as_deref()
+        .map(InstanceUrl::parse)
+        .transpose()?;
+    let mut pager = Pager {
+        config,
+        query: &request.query,
+        instance: instance.as_ref(),
+    };
+    let (first, start) = match &request.cursor {
+        Some(cursor) => (
+            pager.fetch(session, Some(&cursor.locator))?,
+            Some(cursor.locator.clone()),
+        ),
+        None => (pager.fetch(session, None)?, None),
+    };
+    let to_file = request.cursor.is_none()
+        && config.results.dir.is_some()
+        && first.total_size > config.results.file_threshold_records
+        && !first.records.is_empty();
+    if to_file {
+        pager.to_file(session, first)
+    } else {
+        pager.inline(session, first, start, request.max_records)
+    }
+}
+
+/// Walks the pages of one query.
+struct Pager<'a> {
+    config: &'a Config,
+    query: &'a ValidatedQuery,
+    instance: Option<&'a InstanceUrl>,
+}
+
+impl Pager<'_> {
+    /// The first page (no locator) or the page at a locator.
+    fn fetch(&self, session: &mut Session<'_>, at: Option<&Locator>) -> Result<Page, ToolError> {
+        let url = match at {
+            Some(locator) => proxy::crm_b(self.config, &["query", &locator.segment()], &[]),
+            None => proxy::crm_b(self.config, &["query"], &[("q", self.query.text())]),
+        };
+        let response = session.send(&Request::get(url))?;
+        if !response.is_success() {
+            return Err(map_error(
+                &response,
+                &format!("result for the query on {}", self.query.object()),
+            ));
+        }
+        serde_json::from_slice(&response.body).map_err(|err| {
+            ToolError::CrmError(
+                json!({"crm": "salesforce", "status": response.status, "error": format!("the query answer was not a result page: {err}")})
+                    .to_string(),
+            )
+        })
+    }
+
+    /// The page's continuation, refusing an unsafe `nextRecordsUrl`.
+    fn next_of(&self, page: &Page) -> Result<Option<Locator>, ToolError> {
+        match (&page.next_records_url, page.done) {
+            (Some(url), false) => Locator::from_next_records_url(url, self.config.crm_b_api_version)
+                .map(Some)
+                .map_err(|why| {
+                    ToolError::CrmError(
+                        json!({"crm": "salesforce", "error": "unsafe_next_records_url", "detail": why,
+                               "hint": "the answer pointed somewhere other than this org's query API; it was not followed"})
+                            .to_string(),
+                    )
+                }),
+            _ => Ok(None),
+        }
+    }
+
+    fn map(&self, mut record: Value) -> Value {
+        map_record(&mut record, self.instance);
+        record
+    }
+
+    /// Records inline, up to `max_records` and the byte budget; a cursor for the rest.
+    fn inline(
+        &mut self,
+        session: &mut Session<'_>,
+        mut page: Page,
+        mut current: Option<Locator>,
+        max_records: u32,
+    ) -> Result<Value, ToolError> {
+        let total = page.total_size;
+        let budget = self.config.results.inline_max_bytes;
+        let mut records = Vec::new();
+        let mut bytes = 0usize;
+        loop {
+            let start = current.as_ref().map_or(0, |l| l.offset);
+            let next = self.next_of(&page)?;
+            let count = page.records.len();
+            for (i, record) in page.records.into_iter().enumerate() {
+                let record = self.map(record);
+                let size = serde_json::to_vec(&record).map_or(0, |b| b.len()) + 1;
+                let full = records.len() >= max_records as usize
+                    || (bytes + size > budget && !records.is_empty());
+                if full {
+                    let resume = next
+                        .as_ref()
+                        .or(current.as_ref())
+                        .map(|l| l.at(start + i as u64));
+                    let reason = if records.len() >= max_records as usize {
+                        "max_records"
+                    } else {
+                        "the inline size budget"
+                    };
+                    return Ok(self.inline_answer(
+                        records,
+                        total,
+                        start + i as u64,
+                        resume,
+                        reason,
+                    ));
+                }
+                bytes += size;
+                records.push(record);
+            }
+            match next {
+                // Salesforce has nothing more: whatever total_size says, the result is complete.
+                None => {
+                    return Ok(self.inline_answer(
+                        records,
+                        total,
+                        total.max(start + count as u64),
+                        None,
+                        "",
+                    ));
+                }
+                Some(locator) if records.len() >= max_records as usize => {
+                    return Ok(self.inline_answer(
+                        records,
+                        total,
+                        locator.offset,
+                        Some(locator),
+                        "max_records",
+                    ));
+                }
+                Some(locator) => {
+                    page = self.fetch(session, Some(&locator))?;
+                    current = Some(locator);
+                }
+            }
+        }
+    }
+
+    /// The inline answer; `through` is the row offset after the last record returned.
+    fn inline_answer(
+        &self,
+        records: Vec<Value>,
+        total: u64,
+        through: u64,
+        resume: Option<Locator>,
+        reason: &str,
+    ) -> Value {
+        let remaining = total.saturating_sub(through);
+        let mut out = json!({
+            "object": self.query.object(),
+            "total_size": total,
+            "returned": records.len(),
+            "done": remaining == 0,
+            "records": records,
+        });
+        if remaining > 0 {
+            out["remaining_records"] = remaining.into();
+            let how = match &resume {
+                Some(locator) => {
+                    out["next_cursor"] = Cursor::new(locator.clone(), self.query).encode().into();
+                    format!(
+                        "stopped at {reason}: call again with the same query and next_cursor to get the next records"
+                    )
+                }
+                None => format!(
+                    "stopped at {reason}: Salesforce gave no continuation for the rest; raise max_records (up to {MAX_INLINE_RECORDS}) or narrow the query with WHERE or LIMIT"
+                ),
+            };
+            out["how_to_get_the_rest"] = how.into();
+        }
+        out
+    }
+
+    /// Every record to a JSON Lines file, page by page so memory stays flat.
+    fn to_file(&mut self, session: &mut Session<'_>, first: Page) -> Result<Value, ToolError> {
+        let results = &self.config.results;
+        let dir = results.dir.as_deref().expect("checked by the caller");
+        let name = format!(
+            "soql-{:016x}-{}.jsonl",
+            fingerprint(self.query.text()),
+            unique_suffix()
+        );
+        let partial = format!("{dir}/{name}.partial");
+        let written = self.write_pages(session, first, &partial);
+        let (count, total, columns, preview, complete) = match written {
+            Ok(summary) => summary,
+            Err(err) => {
+                // Nothing half-written is left behind for someone to mistake for the result.
+                let _ = std::fs::remove_file(&partial);
+                return Err(err);
+            }
+        };
+        let final_path = format!("{dir}/{name}");
+        std::fs::rename(&partial, &final_path).map_err(|e| file_error(&final_path, e))?;
+        let shown_dir = results.host_dir.as_deref().unwrap_or(dir);
+        let mut out = json!({
+            "object": self.query.object(),
+            "file_path": format!("{}/{name}", shown_dir.trim_end_matches('/')),
+            "format": "jsonl",
+            "record_count": count,
+            "total_size": total,
+            "done": complete,
+            "columns": columns,
+            "preview": preview,
+        });
+        if !complete {
+            out["how_to_get_the_rest"] = format!(
+                "the file holds the first {count} records (the per-file limit); narrow the query with WHERE to get the others"
+            )
+            .into();
+        }
+        Ok(out)
+    }
+
+    #[allow(clippy::type_complexity)]
+    fn write_pages(
+        &mut self,
+        session: &mut Session<'_>,
+        mut page: Page,
+        path: &str,
+    ) -> Result<(u64, u64, Vec<String>, Vec<Value>, bool), ToolError> {
+        let limit = self.config.results.file_max_records;
+        let file = std::fs::File::create(path).map_err(|e| file_error(path, e))?;
+        let mut out = std::io::BufWriter::with_capacity(64 * 1024, file);
+        let total = page.total_size;
+        let mut count = 0u64;
+        let mut columns: Vec<String> = Vec::new();
+        let mut preview = Vec::new();
+        loop {
+            let next = self.next_of(&page)?;
+            for record in std::mem::take(&mut page.records) {
+                if count >= limit {
+                    out.flush().map_err(|e| file_error(path, e))?;
+                    return Ok((count, total, columns, preview, false));
+                }
+                let record = self.map(record);
+                if let Value::Object(fields) = &record {
+                    for key in fields.keys() {
+                        if !columns.iter().any(|c| c == key) {
+                            columns.push(key.clone());
+                        }
+                    }
+                }
+                serde_json::to_writer(&mut out, &record).map_err(|e| file_error(path, e.into()))?;
+                out.write_all(b"\n").map_err(|e| file_error(path, e))?;
+                if preview.len() < PREVIEW_RECORDS {
+                    preview.push(record);
+                }
+                count += 1;
+            }
+            match next {
+                Some(locator) => page = self.fetch(session, Some(&locator))?,
+                None => break,
+            }
+        }
+        out.flush().map_err(|e| file_error(path, e))?;
+        Ok((count, total, columns, preview, true))
+    }
+}
+
+fn file_error(path: &str, err: std::io::Error) -> ToolError {
+    ToolError::Unavailable(format!(
+        "could not write the result file {path}: {err}; the query can be run again, or with a smaller result"
+    ))
+}
+
+/// Distinguishes result files of the same query.
+fn unique_suffix() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or_default();
+    format!("{nanos:x}")
+}
+
+#[cfg(test)]
+mod tests;

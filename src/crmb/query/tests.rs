@@ -1,0 +1,413 @@
+use super::*;
+use crate::client::tests::{ScriptedTransport, response};
+use crate::config::keys;
+use crate::context::CallContext;
+use crate::http::{Response, Transport, TransportError};
+use crate::tools::call_tool;
+use std::time::Duration;
+
+const LOCATOR: &str = "01gRO0000016PIAYA2";
+
+/// A Salesforce org in miniature: answers the first page and every locator page of one query
+/// over `total` generated Opportunity rows, `page_size` at a time.
+struct PagedOrg {
+    total: u64,
+    page_size: u64,
+    sent: Vec<String>,
+}
+
+impl PagedOrg {
+    fn new(total: u64, page_size: u64) -> Self {
+        PagedOrg {
+            total,
+            page_size,
+            sent: Vec::new(),
+        }
+    }
+
+    fn page(&self, offset: u64) -> Value {
+        let end = (offset + self.page_size).min(self.total);
+        let records: Vec<Value> = (offset..end)
+            .map(|n| {
+                let id = opportunity_id(n);
+                json!({"attributes": {"type": "Opportunity", "url": format!("/services/data/v65.0/sobjects/Opportunity/{id}")},
+                       "Id": id, "Name": format!("Deal {n}"), "Amount": n * 10,
+                       "Account": {"attributes": {"type": "Account", "url": "/x"}, "Name": "Acme"}})
+            })
+            .collect();
+        let mut page =
+            json!({"totalSize": self.total, "done": end >= self.total, "records": records});
+        if end < self.total {
+            page["nextRecordsUrl"] = format!("/services/data/v65.0/query/{LOCATOR}-{end}").into();
+        }
+        page
+    }
+}
+
+/// A valid 15-character Opportunity id for row n (digits only, so no checksum concerns).
+fn opportunity_id(n: u64) -> String {
+    format!("006{n:012}")
+}
+
+impl Transport for PagedOrg {
+    fn send(&mut self, request: &Request) -> Result<Response, TransportError> {
+        let path = request.url.path().to_string();
+        self.sent.push(path.clone());
+        let offset = match path.rsplit_once(&format!("/query/{LOCATOR}-")) {
+            Some((_, offset)) => offset.parse().unwrap(),
+            None => {
+                assert!(path.ends_with("/query"), "{path}");
+                0
+            }
+        };
+        response(200, &self.page(offset).to_string())
+    }
+    fn sleep(&mut self, _: Duration) {}
+}
+
+fn ctx() -> CallContext {
+    CallContext {
+        tenant_id: "t1".into(),
+        user_id: "u1".into(),
+        granted_scopes: vec![],
+        instance_url: Some("https://acme.my.salesforce.com".into()),
+    }
+}
+
+fn config(extra: &[(&'static str, String)]) -> Config {
+    let mut vars = vec![(keys::PROXY_BASE, "https://broker.example.com".to_string())];
+    vars.extend(extra.iter().cloned());
+    Config::from_vars(vars).unwrap()
+}
+
+fn run_with(
+    transport: &mut dyn Transport,
+    config: &Config,
+    input: Value,
+) -> Result<Value, ToolError> {
+    let ctx = ctx();
+    let mut session = Session::new(&ctx, Ok(config), transport);
+    call_tool("crmb_run_soql_query", &input.to_string(), &mut session)
+        .map(|out| serde_json::from_str(&out).unwrap())
+}
+
+const QUERY: &str = "SELECT Id, Name, Amount, Account.Name FROM Opportunity WHERE IsClosed = false";
+
+#[test]
+fn three_full_pages_come_back_within_budget() {
+    let big = config(&[(keys::INLINE_MAX_BYTES, (64 << 20).to_string())]);
+    let mut org = PagedOrg::new(6000, 2000);
+    // max_records is at most 2000 per call: follow the cursor to the end.
+    let mut all = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let mut input = json!({"query": QUERY, "max_records": 2000});
+        if let Some(c) = &cursor {
+            input["cursor"] = c.clone().into();
+        }
+        let out = run_with(&mut org, &big, input).unwrap();
+        assert_eq!(out["total_size"], 6000);
+        all.extend(out["records"].as_array().unwrap().iter().cloned());
+        match out.get("next_cursor") {
+            Some(c) => cursor = Some(c.as_str().unwrap().to_string()),
+            None => {
+                assert_eq!(out["done"], true);
+                break;
+            }
+        }
+    }
+    assert_eq!(all.len(), 6000);
+    assert_eq!(org.sent.len(), 3, "one request per page, none repeated");
+    for (n, record) in all.iter().enumerate() {
+        assert_eq!(
+            record["Name"],
+            format!("Deal {n}"),
+            "records in order, none lost or doubled"
+        );
+    }
+    assert!(all[0].get("attributes").is_none());
+    assert_eq!(
+        all[0]["record_url"],
+        format!(
+            "https://acme.lightning.force.com/lightning/r/Opportunity/{}/view",
+            opportunity_id(0)
+        )
+    );
+    assert!(
+        all[0]["Account"].get("record_url").is_none(),
+        "a parent without Id gets no URL"
+    );
+}
+
+#[test]
+fn a_cut_inside_a_page_resumes_at_the_exact_record() {
+    let big = config(&[(keys::INLINE_MAX_BYTES, (64 << 20).to_string())]);
+    let mut org = PagedOrg::new(6000, 2000);
+    let first = run_with(&mut org, &big, json!({"query": QUERY, "max_records": 2000})).unwrap();
+    assert_eq!(first["returned"], 2000, "a whole page, cursor at its end");
+    let second = run_with(
+        &mut org,
+        &big,
+        json!({"query": QUERY, "max_records": 700, "cursor": first["next_cursor"]}),
+    )
+    .unwrap();
+    assert_eq!(second["returned"], 700);
+    assert_eq!(second["records"][0]["Name"], "Deal 2000");
+    assert_eq!(second["remaining_records"], 3300);
+    let third = run_with(
+        &mut org,
+        &big,
+        json!({"query": QUERY, "max_records": 2000, "cursor": second["next_cursor"]}),
+    )
+    .unwrap();
+    assert_eq!(third["records"][0]["Name"], "Deal 2700");
+    assert!(
+        org.sent
+            .last()
+            .unwrap()
+            .ends_with(&format!("{LOCATOR}-2700"))
+    );
+}
+
+#[test]
+fn the_byte_budget_cuts_and_says_how_to_get_the_rest() {
+    let small = config(&[(keys::INLINE_MAX_BYTES, "20000".into())]);
+    let mut org = PagedOrg::new(6000, 2000);
+    let out = run_with(
+        &mut org,
+        &small,
+        json!({"query": QUERY, "max_records": 2000}),
+    )
+    .unwrap();
+    let returned = out["returned"].as_u64().unwrap();
+    assert!(returned > 10 && returned < 2000, "{returned}");
+    assert!(serde_json::to_vec(&out["records"]).unwrap().len() <= 20000 + 1000);
+    assert_eq!(out["remaining_records"], 6000 - returned);
+    assert!(
+        out["how_to_get_the_rest"]
+            .as_str()
+            .unwrap()
+            .contains("size budget")
+    );
+    assert!(out["next_cursor"].is_string());
+}
+
+#[test]
+fn hostile_next_records_urls_are_refused() {
+    for hostile in [
+        "https://evil.example.com/services/data/v65.0/query/01gRO0000016PIAYA2-2000",
+        "//evil.example.com/services/data/v65.0/query/01gRO0000016PIAYA2-2000",
+        "/services/data/v65.0/sobjects/Account/001000000000001",
+        "/services/data/v65.0/query/../../sobjects/User-2000",
+        "/services/data/v65.0/query/01gRO0000016PIAYA2-2000/../../x",
+        "/services/data/v65.0/query/01gRO0000016PIAYA2-2000?x=1",
+        "/services/data/v60.0/query/01gRO0000016PIAYA2-2000",
+        "/services/data/v65.0/query/01gRO%2F016PIAYA2-2000",
+    ] {
+        let page = json!({"totalSize": 4000, "done": false, "nextRecordsUrl": hostile,
+                          "records": [{"attributes": {"type": "Account"}, "Id": "001000000000001", "Name": "A"}]});
+        let mut t = ScriptedTransport::new([response(200, &page.to_string())]);
+        let err = run_with(
+            &mut t,
+            &config(&[]),
+            json!({"query": "SELECT Id, Name FROM Account", "max_records": 2000}),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&err, ToolError::CrmError(m) if m.contains("unsafe_next_records_url")),
+            "{hostile}: {err:?}"
+        );
+        assert_eq!(t.sent.len(), 1, "{hostile}: not followed");
+    }
+}
+
+#[test]
+fn cursors_are_checked_before_anything_is_sent() {
+    let mut org = PagedOrg::new(6000, 2000);
+    let out = run_with(
+        &mut org,
+        &config(&[]),
+        json!({"query": QUERY, "max_records": 10}),
+    )
+    .unwrap();
+    let cursor = out["next_cursor"].as_str().unwrap().to_string();
+    org.sent.clear();
+    for (query, cursor, word) in [
+        ("SELECT Id FROM Account", cursor.as_str(), "different query"),
+        (
+            QUERY,
+            "sfq1.01gRO0000016PIAYA2.10",
+            "not one this tool returned",
+        ),
+        (
+            QUERY,
+            "sfq1.../../x.10.0000000000000000",
+            "not one this tool returned",
+        ),
+        (
+            QUERY,
+            "https://evil.example.com/q",
+            "not one this tool returned",
+        ),
+    ] {
+        let err = run_with(
+            &mut org,
+            &config(&[]),
+            json!({"query": query, "cursor": cursor}),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&err, ToolError::InvalidInput(m) if m.contains(word)),
+            "{cursor}: {err:?}"
+        );
+    }
+    assert!(org.sent.is_empty());
+}
+
+#[test]
+fn invalid_soql_and_budgets_send_nothing() {
+    let mut t = ScriptedTransport::default();
+    for input in [
+        json!({"query": "DELETE FROM Account"}),
+        json!({"query": "SELECT * FROM Account"}),
+        json!({"query": "SELECT Id FROM Account FOR UPDATE"}),
+        json!({"query": "SELECT Id FROM Account", "max_records": 0}),
+        json!({"query": "SELECT Id FROM Account", "max_records": 5000}),
+        json!({"query": "SELECT Id FROM Account", "extra": true}),
+    ] {
+        let err = run_with(&mut t, &config(&[]), input.clone()).unwrap_err();
+        assert!(
+            matches!(err, ToolError::InvalidInput(_)),
+            "{input}: {err:?}"
+        );
+    }
+    assert!(t.sent.is_empty());
+}
+
+#[test]
+fn the_query_is_sent_form_encoded_to_the_query_path() {
+    let mut t = ScriptedTransport::new([response(
+        200,
+        r#"{"totalSize": 0, "done": true, "records": []}"#,
+    )]);
+    let out = run_with(
+        &mut t,
+        &config(&[]),
+        json!({"query": "SELECT Id FROM Account WHERE Name = 'A&B'"}),
+    )
+    .unwrap();
+    assert_eq!(out["records"], json!([]));
+    assert_eq!(out["done"], true);
+    assert_eq!(
+        t.sent[0].url.path(),
+        "/sdk/proxy/salesforce/services/data/v65.0/query"
+    );
+    assert_eq!(
+        t.sent[0].url.query(),
+        Some("q=SELECT+Id+FROM+Account+WHERE+Name+%3D+%27A%26B%27")
+    );
+}
+
+#[test]
+fn aggregates_and_counts() {
+    let agg = json!({"totalSize": 2, "done": true, "records": [
+        {"attributes": {"type": "AggregateResult"}, "StageName": "Prospecting", "total": 1200},
+        {"attributes": {"type": "AggregateResult"}, "StageName": "Closed Won", "total": 900}]});
+    let mut t = ScriptedTransport::new([response(200, &agg.to_string())]);
+    let out = run_with(
+        &mut t,
+        &config(&[]),
+        json!({"query": "SELECT StageName, SUM(Amount) total FROM Opportunity GROUP BY StageName"}),
+    )
+    .unwrap();
+    assert_eq!(
+        out["records"][0],
+        json!({"StageName": "Prospecting", "total": 1200})
+    );
+    let mut t = ScriptedTransport::new([response(
+        200,
+        r#"{"totalSize": 42, "done": true, "records": []}"#,
+    )]);
+    let out = run_with(
+        &mut t,
+        &config(&[]),
+        json!({"query": "SELECT COUNT() FROM Contact"}),
+    )
+    .unwrap();
+    assert_eq!(
+        (out["total_size"].as_u64(), out["done"].as_bool()),
+        (Some(42), Some(true))
+    );
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("crm-plugin-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+#[test]
+fn a_hundred_thousand_records_land_in_a_file() {
+    let dir = temp_dir("file");
+    let config = config(&[
+        (keys::RESULTS_DIR, dir.display().to_string()),
+        (keys::RESULTS_HOST_DIR, "/srv/tenants/t1/results".into()),
+    ]);
+    let mut org = PagedOrg::new(100_000, 2000);
+    let out = run_with(&mut org, &config, json!({"query": QUERY})).unwrap();
+    assert!(out.get("records").is_none());
+    assert_eq!(out["record_count"], 100_000);
+    assert_eq!(out["done"], true);
+    assert_eq!(org.sent.len(), 50);
+    let shown = out["file_path"].as_str().unwrap();
+    assert!(
+        shown.starts_with("/srv/tenants/t1/results/soql-") && shown.ends_with(".jsonl"),
+        "{shown}"
+    );
+    assert_eq!(
+        out["columns"],
+        json!(["Account", "Amount", "Id", "Name", "record_url"])
+    );
+    assert_eq!(out["preview"].as_array().unwrap().len(), 3);
+
+    let file = dir.join(shown.rsplit('/').next().unwrap());
+    let text = std::fs::read_to_string(&file).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 100_000);
+    let last: Value = serde_json::from_str(lines[99_999]).unwrap();
+    assert_eq!(last["Name"], "Deal 99999");
+    assert!(
+        !std::fs::read_dir(&dir).unwrap().any(|e| e
+            .unwrap()
+            .path()
+            .to_string_lossy()
+            .ends_with(".partial"))
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_failure_mid_file_leaves_no_partial_file() {
+    let dir = temp_dir("partial");
+    let config = config(&[
+        (keys::RESULTS_DIR, dir.display().to_string()),
+        (keys::FILE_THRESHOLD_RECORDS, "10".into()),
+    ]);
+    let org = PagedOrg::new(30, 10);
+    let mut t = ScriptedTransport::new([
+        response(200, &org.page(0).to_string()),
+        response(200, &org.page(10).to_string()),
+        response(
+            400,
+            r#"[{"errorCode":"INVALID_QUERY_LOCATOR","message":"invalid query locator"}]"#,
+        ),
+    ]);
+    let err = run_with(&mut t, &config, json!({"query": QUERY})).unwrap_err();
+    assert!(
+        matches!(&err, ToolError::CrmError(m) if m.contains("INVALID_QUERY_LOCATOR")),
+        "{err:?}"
+    );
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
