@@ -50,6 +50,7 @@ fn main() {
                 proxy_base: "https://broker.example.com".parse().unwrap(),
                 credential: crm_host::hooks::Credential::new("bench-credential"),
                 settings: vec![],
+                results_dir: None,
             },
             plugin,
         )

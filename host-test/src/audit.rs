@@ -24,6 +24,8 @@ pub enum AuditEvent {
         /// `ok`, a `tool-error` case name, or `host-error`.
         outcome: String,
         duration_ms: u64,
+        /// Peak linear memory of the component during the call.
+        peak_memory_bytes: u64,
     },
     /// An outgoing request, written when it is answered or refused.
     Request {

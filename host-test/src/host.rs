@@ -11,10 +11,11 @@ use crate::bindings::{CallContext, ToolError, ToolSpec};
 use crate::hooks::{BrokerHooks, BrokerOrigin, Credential};
 use crate::runtime::{PluginVersion, Runtime};
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 use url::Url;
-use wasmtime_wasi::WasiCtx;
+use wasmtime_wasi::{FsPerms, WasiCtx};
 
 /// The configuration variable that carries the broker URL into the component.
 const PROXY_BASE_VAR: &str = "CRM_PROXY_BASE";
@@ -29,7 +30,13 @@ pub struct TenantSpec {
     /// Non-secret settings passed to the component as environment variables (`CRM_*`,
     /// documented in the README). `CRM_PROXY_BASE` is always taken from `proxy_base`.
     pub settings: Vec<(String, String)>,
+    /// A directory only this tenant's calls may write, for large query results (JSON Lines).
+    /// The component sees it as `/results`; `None` keeps every result inline.
+    pub results_dir: Option<PathBuf>,
 }
+
+/// Where a tenant's results directory appears inside the component.
+const RESULTS_GUEST_DIR: &str = "/results";
 
 /// A registered tenant, immutable once built; a swap replaces the whole entry.
 struct TenantEntry {
@@ -37,6 +44,7 @@ struct TenantEntry {
     origin: BrokerOrigin,
     credential: Credential,
     env: Vec<(String, String)>,
+    results_dir: Option<PathBuf>,
     plugin: Arc<PluginVersion>,
 }
 
@@ -113,11 +121,28 @@ impl Host {
             .filter(|(k, _)| k.starts_with("CRM_") && k != PROXY_BASE_VAR)
             .collect();
         env.push((PROXY_BASE_VAR.into(), spec.proxy_base.to_string()));
+        let results_dir = match spec.results_dir {
+            Some(dir) => {
+                let bad = |e: std::io::Error| {
+                    CallError::BadTenant(
+                        spec.tenant_id.clone(),
+                        format!("results directory {}: {e}", dir.display()),
+                    )
+                };
+                std::fs::create_dir_all(&dir).map_err(bad)?;
+                let dir = dir.canonicalize().map_err(bad)?;
+                env.push(("CRM_RESULTS_DIR".into(), RESULTS_GUEST_DIR.into()));
+                env.push(("CRM_RESULTS_HOST_DIR".into(), dir.display().to_string()));
+                Some(dir)
+            }
+            None => None,
+        };
         let entry = TenantEntry {
             tenant_id: spec.tenant_id.as_str().into(),
             origin,
             credential: spec.credential,
             env,
+            results_dir,
             plugin,
         };
         self.tenants
@@ -153,6 +178,7 @@ impl Host {
             origin: old.origin.clone(),
             credential: old.credential.clone(),
             env: old.env.clone(),
+            results_dir: old.results_dir.clone(),
             plugin,
         };
         tenants.insert(tenant_id.into(), Arc::new(entry));
@@ -168,10 +194,19 @@ impl Host {
             .ok_or_else(|| CallError::UnknownTenant(tenant_id.into()))
     }
 
-    fn store(&self, entry: &TenantEntry) -> wasmtime::Store<crate::runtime::CallState> {
+    fn store(
+        &self,
+        entry: &TenantEntry,
+    ) -> Result<wasmtime::Store<crate::runtime::CallState>, CallError> {
         let limits = self.runtime.limits();
-        // Only this tenant's settings; no stdio, no filesystem, no sockets.
-        let wasi = WasiCtx::builder().envs(&entry.env).build();
+        // Only this tenant's settings and results directory; no stdio, no sockets.
+        let mut wasi = WasiCtx::builder();
+        wasi.envs(&entry.env);
+        if let Some(dir) = &entry.results_dir {
+            wasi.preopened_dir(dir, RESULTS_GUEST_DIR, FsPerms::ReadWrite)
+                .map_err(|e| CallError::Plugin(format!("opening the results directory: {e}")))?;
+        }
+        let wasi = wasi.build();
         let hooks = BrokerHooks {
             tenant: entry.tenant_id.clone(),
             origin: entry.origin.clone(),
@@ -181,13 +216,13 @@ impl Host {
             max_timeout: limits.http_timeout,
             max_request_bytes: limits.max_request_bytes,
         };
-        self.runtime.store(wasi, hooks)
+        Ok(self.runtime.store(wasi, hooks))
     }
 
     /// The tools the tenant's component offers.
     pub async fn list_tools(&self, tenant_id: &str) -> Result<Vec<ToolSpec>, CallError> {
         let entry = self.tenant(tenant_id)?;
-        let mut store = self.store(&entry);
+        let mut store = self.store(&entry)?;
         let plugin_error = |e: wasmtime::Error| CallError::Plugin(format!("{e:#}"));
         let instance = entry
             .plugin
@@ -210,9 +245,9 @@ impl Host {
             .as_ref()
             .map(|e| e.plugin.label.clone())
             .unwrap_or_default();
-        let result = match entry {
+        let (result, peak_memory_bytes) = match entry {
             Ok(entry) => self.run(&entry, &request).await,
-            Err(err) => Err(err),
+            Err(err) => (Err(err), 0),
         };
         self.audit.record(AuditEvent::ToolCall {
             tenant: request.tenant_id.clone(),
@@ -224,12 +259,21 @@ impl Host {
                 Err(e) => e.kind().into(),
             },
             duration_ms: millis(started.elapsed()),
+            peak_memory_bytes: peak_memory_bytes as u64,
         });
         result
     }
 
-    async fn run(&self, entry: &TenantEntry, request: &CallRequest) -> Result<String, CallError> {
-        let mut store = self.store(entry);
+    /// Runs the call; also returns the peak memory it reached.
+    async fn run(
+        &self,
+        entry: &TenantEntry,
+        request: &CallRequest,
+    ) -> (Result<String, CallError>, usize) {
+        let mut store = match self.store(entry) {
+            Ok(store) => store,
+            Err(err) => return (Err(err), 0),
+        };
         let ctx = CallContext {
             tenant_id: request.tenant_id.clone(),
             user_id: request.user_id.clone(),
@@ -244,13 +288,14 @@ impl Host {
                 .call_call_tool(&mut store, &ctx, &request.tool, &request.input)
                 .await
         };
-        match tokio::time::timeout(timeout, call).await {
+        let result = match tokio::time::timeout(timeout, call).await {
             Ok(Ok(Ok(output))) => Ok(output),
             Ok(Ok(Err(tool_error))) => Err(CallError::Tool(tool_error)),
             Ok(Err(trap)) => Err(CallError::Plugin(format!("{trap:#}"))),
             Err(_) => Err(CallError::Plugin(format!(
                 "the call took longer than {timeout:?}"
             ))),
-        }
+        };
+        (result, store.data().peak_memory_bytes())
     }
 }

@@ -28,6 +28,8 @@ OPTIONS:
                             are passed to the component as configuration
     --component <path>      component to load [default: the one this build made]
     --audit <path|->        append audit JSON lines to a file, or '-' for stderr
+    --results-dir <dir>     where large query results are written as JSON Lines
+                            [default: <temp dir>/crm-host-results/<tenant>]
 ";
 
 /// The CRM A scopes the spec lists as required, granted by default in the sandbox.
@@ -44,6 +46,7 @@ struct Options {
     proxy_base: Option<Url>,
     component: String,
     audit: Option<String>,
+    results_dir: Option<std::path::PathBuf>,
     command: Vec<String>,
 }
 
@@ -56,6 +59,7 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
         proxy_base: None,
         component: crm_host::COMPONENT_PATH.into(),
         audit: None,
+        results_dir: None,
         command: Vec::new(),
     };
     let mut args = args.into_iter();
@@ -73,6 +77,7 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
             }
             "--component" => options.component = value("--component")?,
             "--audit" => options.audit = Some(value("--audit")?),
+            "--results-dir" => options.results_dir = Some(value("--results-dir")?.into()),
             "-h" | "--help" => return Err(String::new()),
             flag if flag.starts_with("--") => return Err(format!("unknown option {flag}")),
             _ => {
@@ -133,6 +138,11 @@ async fn run(options: Options) -> Result<ExitCode, String> {
         .load(&wasm)
         .map_err(|e| format!("loading {}: {e}", options.component))?;
 
+    let results_dir = options.results_dir.clone().unwrap_or_else(|| {
+        std::env::temp_dir()
+            .join("crm-host-results")
+            .join(&options.tenant)
+    });
     let (backend, spec, instance_url): (Arc<dyn Backend>, TenantSpec, Option<String>) =
         match &options.proxy_base {
             Some(proxy_base) => {
@@ -152,6 +162,7 @@ async fn run(options: Options) -> Result<ExitCode, String> {
                     proxy_base: proxy_base.clone(),
                     credential: Credential::new(credential),
                     settings,
+                    results_dir: Some(results_dir),
                 };
                 (Arc::new(backend), spec, options.instance_url.clone())
             }
@@ -168,11 +179,12 @@ async fn run(options: Options) -> Result<ExitCode, String> {
                     .instance_url
                     .clone()
                     .unwrap_or_else(|| SANDBOX_INSTANCE_URL.into());
-                (
-                    Arc::new(SandboxCrm::new()),
-                    SandboxCrm::tenant_spec(&options.tenant),
-                    Some(instance),
-                )
+                let mut spec = SandboxCrm::tenant_spec(&options.tenant);
+                spec.settings = std::env::vars()
+                    .filter(|(k, _)| k.starts_with("CRM_") && k != "CRM_PROXY_BASE")
+                    .collect();
+                spec.results_dir = Some(results_dir);
+                (Arc::new(SandboxCrm::new()), spec, Some(instance))
             }
         };
     let sandbox = options.proxy_base.is_none();

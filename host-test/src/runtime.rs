@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{
-    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, Store, StoreLimits,
-    StoreLimitsBuilder,
+    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store,
+    StoreLimits, StoreLimitsBuilder,
 };
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
@@ -53,7 +53,57 @@ pub struct CallState {
     http: WasiHttpCtx,
     table: ResourceTable,
     hooks: BrokerHooks,
+    limits: PeakTracking,
+}
+
+impl CallState {
+    /// The largest linear memory the call asked for, in bytes.
+    pub fn peak_memory_bytes(&self) -> usize {
+        self.limits.peak
+    }
+}
+
+/// The store's limits, plus the peak memory a call reached (reported in the audit trail and
+/// by the benchmark).
+struct PeakTracking {
     limits: StoreLimits,
+    peak: usize,
+}
+
+impl ResourceLimiter for PeakTracking {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let allowed = self.limits.memory_growing(current, desired, maximum)?;
+        if allowed {
+            self.peak = self.peak.max(desired);
+        }
+        Ok(allowed)
+    }
+
+    fn table_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        self.limits.table_growing(current, desired, maximum)
+    }
+
+    fn instances(&self) -> usize {
+        self.limits.instances()
+    }
+
+    fn tables(&self) -> usize {
+        self.limits.tables()
+    }
+
+    fn memories(&self) -> usize {
+        self.limits.memories()
+    }
 }
 
 impl WasiView for CallState {
@@ -181,10 +231,13 @@ impl Runtime {
             http: WasiHttpCtx::new(),
             table: ResourceTable::new(),
             hooks,
-            limits: StoreLimitsBuilder::new()
-                .memory_size(self.limits.memory_bytes)
-                .instances(16)
-                .build(),
+            limits: PeakTracking {
+                limits: StoreLimitsBuilder::new()
+                    .memory_size(self.limits.memory_bytes)
+                    .instances(16)
+                    .build(),
+                peak: 0,
+            },
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limits);

@@ -80,6 +80,7 @@ impl SandboxCrm {
             proxy_base: Url::parse(SANDBOX_PROXY_BASE).expect("constant URL"),
             credential: Credential::new(credential_value(tenant)),
             settings: Vec::new(),
+            results_dir: None,
         }
     }
 

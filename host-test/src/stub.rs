@@ -178,3 +178,44 @@ async fn play(mut reply: Reply) -> Result<http::Response<Bytes>, HttpError> {
         }
     }
 }
+
+/// A stub org answering one SOQL query over `total` generated Opportunity rows, `page_size`
+/// per page, with Salesforce's paging (`nextRecordsUrl` `/query/{locator}-{offset}`). Used by
+/// the paging tests and the memory benchmark.
+pub fn query_pages(
+    total: u64,
+    page_size: u64,
+) -> impl Fn(&Recorded) -> Reply + Send + Sync + 'static {
+    const LOCATOR: &str = "01gRO0000016PIAYA2";
+    move |request: &Recorded| {
+        let path = request.uri.path();
+        let version = path
+            .split('/')
+            .find(|s| s.starts_with('v') && s.ends_with(".0"))
+            .unwrap_or("v65.0")
+            .to_string();
+        let offset: u64 = match path.rsplit_once(&format!("/query/{LOCATOR}-")) {
+            Some((_, offset)) => offset.parse().unwrap_or(0),
+            None => 0,
+        };
+        let end = (offset + page_size).min(total);
+        let records: Vec<serde_json::Value> = (offset..end)
+            .map(|n| {
+                let id = format!("006{n:012}");
+                serde_json::json!({
+                    "attributes": {"type": "Opportunity", "url": format!("/services/data/{version}/sobjects/Opportunity/{id}")},
+                    "Id": id, "Name": format!("Deal {n}"), "StageName": "Prospecting", "Amount": n * 10,
+                    "CloseDate": "2026-11-30",
+                    "Account": {"attributes": {"type": "Account", "url": "/x"}, "Name": "Acme Energy"}
+                })
+            })
+            .collect();
+        let mut page =
+            serde_json::json!({"totalSize": total, "done": end >= total, "records": records});
+        if end < total {
+            page["nextRecordsUrl"] =
+                format!("/services/data/{version}/query/{LOCATOR}-{end}").into();
+        }
+        Reply::json(200, page)
+    }
+}

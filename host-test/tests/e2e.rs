@@ -64,6 +64,7 @@ fn tenant(id: &str, broker: &str, credential: &str, settings: &[(&str, &str)]) -
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
+        results_dir: None,
     }
 }
 
@@ -334,9 +335,9 @@ async fn a_swap_under_concurrent_calls_loses_no_call() {
         .unwrap();
     let tools = f.host.list_tools("t1").await.unwrap();
     assert_eq!(tools[0].name, "probe");
-    assert_eq!(
+    assert_ne!(
         f.host.list_tools("t2").await.unwrap()[0].name,
-        "crmb_get_record",
+        "probe",
         "t2 unaffected"
     );
 }
@@ -557,4 +558,201 @@ async fn connection_failures_on_reads_are_retried_then_reported() {
     assert_eq!(kind, "unavailable");
     assert!(message.contains("3 attempts"), "{message}");
     assert_eq!(f.stub.requests().len(), 3);
+}
+
+// ---- CRM B tools end to end ----
+
+const CRMB_TOOLS: [&str; 6] = [
+    "crmb_run_soql_query",
+    "crmb_get_object_fields",
+    "crmb_get_record",
+    "crmb_create_record",
+    "crmb_update_record",
+    "crmb_generate_record_url",
+];
+
+fn output(result: Result<String, CallError>) -> Value {
+    serde_json::from_str(&result.expect("the call succeeds")).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn all_six_crmb_tools_are_listed() {
+    let f = fixture(record_stub(Duration::ZERO));
+    let tools = f.host.list_tools("t1").await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    for name in CRMB_TOOLS {
+        assert!(names.contains(&name), "{name} missing from {names:?}");
+    }
+    for tool in &tools {
+        let schema: Value = serde_json::from_str(&tool.input_schema).unwrap();
+        assert_eq!(schema["additionalProperties"], false, "{}", tool.name);
+        let writes = tool.name.contains("create") || tool.name.contains("update");
+        assert_eq!(tool.read_only, !writes, "{}", tool.name);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_three_page_query_pages_through_the_host() {
+    let stub = StubBackend::with_handler(crm_host::stub::query_pages(6000, 2000));
+    let f = fixture_on(runtime(), stub, &[("CRM_INLINE_MAX_BYTES", "67108864")]);
+    let query = "SELECT Id, Name, Amount, Account.Name FROM Opportunity";
+    let mut names = Vec::new();
+    let mut cursor = Value::Null;
+    for _ in 0..4 {
+        let mut input = json!({"query": query, "max_records": 2000});
+        if !cursor.is_null() {
+            input["cursor"] = cursor.clone();
+        }
+        let out = output(f.host.call(call("t1", "crmb_run_soql_query", input)).await);
+        names.extend(
+            out["records"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["Name"].as_str().unwrap().to_string()),
+        );
+        cursor = out.get("next_cursor").cloned().unwrap_or(Value::Null);
+        if cursor.is_null() {
+            assert_eq!(out["done"], true);
+            break;
+        }
+    }
+    assert_eq!(names.len(), 6000);
+    assert_eq!(names[5999], "Deal 5999");
+    let requests = f.stub.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(requests[0].uri.query().unwrap().starts_with("q=SELECT"));
+    assert!(
+        requests[2]
+            .uri
+            .path()
+            .ends_with("/query/01gRO0000016PIAYA2-4000")
+    );
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.header("x-proxy-credential") == Some("cred-one"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hundred_thousand_record_query_lands_in_the_tenants_file() {
+    let dir = std::env::temp_dir().join(format!("crm-e2e-results-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let audit = AuditLog::in_memory();
+    let stub = StubBackend::with_handler(crm_host::stub::query_pages(100_000, 2000));
+    let host = Host::new(runtime(), Arc::new(stub.clone()), audit.clone());
+    let mut spec = tenant("t1", "https://broker-one.example.com", "cred-one", &[]);
+    spec.results_dir = Some(dir.join("t1"));
+    host.add_tenant(spec, plugin()).unwrap();
+
+    let out = output(
+        host.call(call(
+            "t1",
+            "crmb_run_soql_query",
+            json!({"query": "SELECT Id, Name FROM Opportunity"}),
+        ))
+        .await,
+    );
+    assert!(out.get("records").is_none());
+    assert_eq!(out["record_count"], 100_000);
+    let path = std::path::PathBuf::from(out["file_path"].as_str().unwrap());
+    assert!(
+        path.starts_with(dir.join("t1").canonicalize().unwrap()),
+        "{path:?} is in the tenant's own directory"
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(text.lines().count(), 100_000);
+    assert_eq!(stub.requests().len(), 50);
+    let peak = audit.events().iter().find_map(|e| match e {
+        AuditEvent::ToolCall {
+            peak_memory_bytes, ..
+        } => Some(*peak_memory_bytes),
+        _ => None,
+    });
+    assert!(peak.unwrap() < 64 << 20, "memory stays bounded: {peak:?}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn creates_and_updates_go_out_once_with_the_field_map() {
+    let stub = StubBackend::scripted([
+        Reply::json(
+            201,
+            json!({"id": "00T000000000001EAA", "success": true, "errors": []}),
+        ),
+        Reply::Respond {
+            status: 204,
+            headers: vec![],
+            body: bytes::Bytes::new(),
+        },
+        Reply::json(503, json!([])),
+    ]);
+    let f = fixture(stub);
+    let created = output(
+        f.host
+            .call(call("t1", "crmb_create_record", json!({"object": "Task", "fields": {"Subject": "Call Maria", "WhatId": "006000000000001", "ActivityDate": "2026-11-24"}})))
+            .await,
+    );
+    assert_eq!(created["id"], "00T000000000001EAA");
+    assert_eq!(
+        created["record_url"],
+        "https://acme.lightning.force.com/lightning/r/Task/00T000000000001EAA/view"
+    );
+    let updated = output(
+        f.host
+            .call(call("t1", "crmb_update_record", json!({"object": "Opportunity", "record_id": "006000000000001", "fields": {"StageName": "Closed Won"}})))
+            .await,
+    );
+    assert_eq!(
+        updated["record_url"],
+        "https://acme.lightning.force.com/lightning/r/Opportunity/006000000000001/view"
+    );
+    let (kind, _) = tool_error(
+        f.host
+            .call(call(
+                "t1",
+                "crmb_create_record",
+                json!({"object": "Task", "fields": {"Subject": "x"}}),
+            ))
+            .await,
+    );
+    assert_eq!(kind, "outcome-unknown");
+
+    let requests = f.stub.requests();
+    assert_eq!(requests.len(), 3, "the failed create was not re-sent");
+    assert_eq!(requests[0].method, http::Method::POST);
+    assert_eq!(
+        requests[0].uri.path(),
+        "/sdk/proxy/salesforce/services/data/v65.0/sobjects/Task"
+    );
+    assert_eq!(
+        requests[0].body_json(),
+        json!({"Subject": "Call Maria", "WhatId": "006000000000001", "ActivityDate": "2026-11-24"})
+    );
+    assert_eq!(requests[0].header("content-type"), Some("application/json"));
+    assert_eq!(requests[1].method, http::Method::PATCH);
+    assert_eq!(requests[1].body_json(), json!({"StageName": "Closed Won"}));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_next_records_url_is_not_followed() {
+    let stub = StubBackend::scripted([Reply::json(
+        200,
+        json!({"totalSize": 4000, "done": false, "nextRecordsUrl": "https://evil.example.com/services/data/v65.0/query/01gRO0000016PIAYA2-2000",
+               "records": [{"attributes": {"type": "Account"}, "Id": ACCOUNT_ID, "Name": "A"}]}),
+    )]);
+    let f = fixture(stub);
+    let (kind, message) = tool_error(
+        f.host
+            .call(call(
+                "t1",
+                "crmb_run_soql_query",
+                json!({"query": "SELECT Id, Name FROM Account", "max_records": 2000}),
+            ))
+            .await,
+    );
+    assert_eq!(kind, "crm-error");
+    assert!(message.contains("unsafe_next_records_url"), "{message}");
+    assert_eq!(f.stub.requests().len(), 1);
 }
