@@ -55,6 +55,16 @@ fn main() {
             plugin,
         )
         .unwrap();
+        let runtime_for_queries = host.runtime().clone();
+        for total in [2_000u64, 100_000] {
+            let started = Instant::now();
+            let (peak, summary) = query_peak_memory(&runtime_for_queries, &wasm, total).await;
+            println!(
+                "crmb_run_soql_query over {total} records: peak linear memory {:.2} MiB, {:?}, {summary}",
+                peak as f64 / (1024.0 * 1024.0),
+                started.elapsed()
+            );
+        }
         for (tool, input) in [
             ("crmb_generate_record_url", json!({"object": "Account", "record_id": "001000000000001AAA"})),
             ("crmb_get_record", json!({"object": "Account", "record_id": "001000000000001AAA", "fields": ["Name", "Industry"]})),
@@ -84,6 +94,54 @@ fn main() {
             );
         }
     });
+}
+
+/// Peak linear memory of `crmb_run_soql_query` over `total` stub records.
+async fn query_peak_memory(
+    runtime: &Arc<Runtime>,
+    wasm: &[u8],
+    total: u64,
+) -> (u64, serde_json::Value) {
+    let audit = AuditLog::in_memory();
+    let stub = StubBackend::with_handler(crm_host::stub::query_pages(total, 2000));
+    let host = Host::new(runtime.clone(), Arc::new(stub), audit.clone());
+    let dir = std::env::temp_dir().join(format!("crm-bench-results-{}", std::process::id()));
+    host.add_tenant(
+        TenantSpec {
+            tenant_id: "bench".into(),
+            proxy_base: "https://broker.example.com".parse().unwrap(),
+            credential: crm_host::hooks::Credential::new("bench-credential"),
+            settings: vec![("CRM_INLINE_MAX_BYTES".into(), (64u64 << 20).to_string())],
+            results_dir: Some(dir.clone()),
+        },
+        runtime.load(wasm).unwrap(),
+    )
+    .unwrap();
+    let request = CallRequest {
+        tenant_id: "bench".into(),
+        user_id: "bench-user".into(),
+        instance_url: Some("https://acme.my.salesforce.com".into()),
+        tool: "crmb_run_soql_query".into(),
+        input: json!({"query": "SELECT Id, Name, StageName, Amount, CloseDate, Account.Name FROM Opportunity", "max_records": 2000}).to_string(),
+        ..CallRequest::default()
+    };
+    let out: serde_json::Value = serde_json::from_str(&host.call(request).await.unwrap()).unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let peak = audit
+        .events()
+        .into_iter()
+        .find_map(|e| match e {
+            crm_host::audit::AuditEvent::ToolCall {
+                peak_memory_bytes, ..
+            } => Some(peak_memory_bytes),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let summary = json!({
+        "returned_inline": out.get("returned"),
+        "record_count_in_file": out.get("record_count"),
+    });
+    (peak, summary)
 }
 
 fn percentile(sorted: &[Duration], p: usize) -> Duration {
