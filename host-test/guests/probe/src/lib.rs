@@ -54,7 +54,11 @@ fn send(method: Method, url: &str) -> String {
     let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
     let request = OutgoingRequest::new(Fields::new());
     let _ = request.set_method(&method);
-    let _ = request.set_scheme(Some(&if scheme == "http" { Scheme::Http } else { Scheme::Https }));
+    let _ = request.set_scheme(Some(&if scheme == "http" {
+        Scheme::Http
+    } else {
+        Scheme::Https
+    }));
     let _ = request.set_authority(Some(authority));
     let _ = request.set_path_with_query(Some(if path.is_empty() { "/" } else { path }));
     let body = request.body().expect("body");
