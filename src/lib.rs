@@ -8,6 +8,7 @@
 pub mod client;
 pub mod config;
 pub mod context;
+pub mod crma;
 pub mod crmb;
 pub mod error;
 pub mod http;

@@ -1,0 +1,302 @@
+//! HubSpot error responses turned into tool errors, keeping the `correlationId` HubSpot
+//! support asks for.
+//!
+//! Body: `{status, message, correlationId, category, subCategory?, errors?:[{message, code?,
+//! in?, context?}], context?}`.
+
+use crate::client::retry_after;
+use crate::error::ToolError;
+use crate::http::Response;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// The parts of HubSpot's error body that are used.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HubSpotError {
+    #[serde(default)]
+    pub message: String,
+    #[serde(default)]
+    pub correlation_id: Option<String>,
+    #[serde(default)]
+    pub category: String,
+    #[serde(default)]
+    pub sub_category: Option<String>,
+    #[serde(default)]
+    pub errors: Vec<Value>,
+    #[serde(default)]
+    pub context: Value,
+    #[serde(default)]
+    pub policy_name: Option<String>,
+}
+
+/// Maps a non-success response; `granted` are the scopes the tenant granted, `subject` names
+/// what the call was about.
+pub fn map_error(response: &Response, granted: &[String], subject: &str) -> ToolError {
+    let body: HubSpotError = serde_json::from_slice(&response.body).unwrap_or_default();
+    let correlation = body
+        .correlation_id
+        .as_deref()
+        .or(response.header("x-hubspot-correlation-id"))
+        .map(|id| format!(" (HubSpot correlation id {id})"))
+        .unwrap_or_default();
+    let said = if body.message.is_empty() {
+        String::new()
+    } else {
+        format!(" HubSpot said: {}", body.message)
+    };
+    let marketplace = body.message.to_ascii_lowercase().contains("marketplace");
+    match (response.status, body.category.as_str()) {
+        (401, _) => ToolError::NotConnected(format!(
+            "HubSpot rejected the connection: it is missing, expired or revoked. Ask the user to \
+             reconnect HubSpot in the workspace's integration settings; if that does not help, \
+             confirm the HubSpot installation uses project framework release 2025.2 or later \
+             (legacy and newer installations mixed cause authentication failures) and reinstall \
+             if needed.{said}{correlation}"
+        )),
+        (_, "MISSING_SCOPES") => {
+            let required = scopes_in(&body);
+            if !required.is_empty() && required.iter().all(|s| granted.contains(s)) {
+                ToolError::Forbidden(format!(
+                    "HubSpot says the connection lacks {} although the workspace granted it: legacy \
+                     and newer installations are mixed. Confirm the HubSpot installation uses \
+                     project framework release 2025.2 or later, and reinstall if needed.{correlation}",
+                    required.join(", ")
+                ))
+            } else if required.is_empty() {
+                ToolError::Forbidden(format!(
+                    "HubSpot says the connection is missing scopes for this; re-authorize the HubSpot \
+                     connection and approve the scopes it asks for.{said}{correlation}"
+                ))
+            } else {
+                ToolError::MissingScopes(required)
+            }
+        }
+        (403, _) if marketplace => ToolError::Forbidden(format!(
+            "The connecting HubSpot user lacks the App Marketplace access permission needed to \
+             install or connect apps. A HubSpot super admin must enable App Marketplace access \
+             in that user's permission set, then the user reconnects.{said}{correlation}"
+        )),
+        (403, _) => ToolError::Forbidden(format!(
+            "HubSpot refused this for the connected user: their HubSpot permissions do not allow \
+             it. A HubSpot super admin can grant it.{said}{correlation}"
+        )),
+        (404, _) | (_, "OBJECT_NOT_FOUND") => ToolError::NotFound(format!(
+            "HubSpot has no {subject}. Check the id, or find the record with crma_search_records.{said}{correlation}"
+        )),
+        (429, _) | (_, "RATE_LIMITS") => {
+            ToolError::RateLimited(rate_limit_seconds(response, &body))
+        }
+        (500..=599, _) => ToolError::Unavailable(format!(
+            "HubSpot or the connection broker failed with {} after retries; try again in a moment.{correlation}",
+            response.status
+        )),
+        (status, category) => {
+            let properties = property_names(&body);
+            let hint = match category {
+                "VALIDATION_ERROR" if !properties.is_empty() => format!(
+                    "HubSpot rejected the value of {}: check the name and the value's format \
+                     (crma_get_properties lists names, types and options).",
+                    properties.join(", ")
+                ),
+                "VALIDATION_ERROR" => "HubSpot rejected the input; the message says which part. \
+                     crma_get_properties lists property names, types and options."
+                    .into(),
+                "CONFLICT" => "A record with this unique value already exists (for contacts, the \
+                     email); update that record instead."
+                    .into(),
+                _ => "HubSpot refused the request; see the message.".into(),
+            };
+            ToolError::CrmError(
+                json!({
+                    "crm": "hubspot",
+                    "status": status,
+                    "category": category,
+                    "sub_category": body.sub_category,
+                    "message": body.message,
+                    "properties": properties,
+                    "errors": body.errors,
+                    "correlation_id": body.correlation_id,
+                    "hint": hint,
+                })
+                .to_string(),
+            )
+        }
+    }
+}
+
+/// Scopes named in a MISSING_SCOPES body (`context.requiredGranularScopes` or
+/// `context.missingScopes`, at the top or in `errors[]`).
+fn scopes_in(body: &HubSpotError) -> Vec<String> {
+    let mut scopes = Vec::new();
+    let contexts = std::iter::once(&body.context).chain(body.errors.iter().map(|e| &e["context"]));
+    for context in contexts {
+        for key in ["requiredGranularScopes", "missingScopes", "requiredScopes"] {
+            for scope in context[key]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+            {
+                if !scopes.iter().any(|s| s == scope) {
+                    scopes.push(scope.to_string());
+                }
+            }
+        }
+    }
+    scopes
+}
+
+/// Property names a validation error mentions: `errors[].context.propertyName` or the
+/// `"name":"..."` entries HubSpot embeds in its message.
+fn property_names(body: &HubSpotError) -> Vec<String> {
+    let mut names: Vec<String> = body
+        .errors
+        .iter()
+        .flat_map(|e| {
+            e["context"]["propertyName"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter_map(|v| v.as_str().map(str::to_string))
+        .collect();
+    let mut rest = body.message.as_str();
+    while let Some(at) = rest.find("\"name\":\"") {
+        rest = &rest[at + 8..];
+        if let Some(end) = rest.find('"') {
+            names.push(rest[..end].to_string());
+            rest = &rest[end..];
+        }
+    }
+    names.dedup();
+    names
+}
+
+/// Seconds to wait: `Retry-After`, else the policy's window.
+fn rate_limit_seconds(response: &Response, body: &HubSpotError) -> Option<u32> {
+    if let Some(wait) = retry_after(response) {
+        return Some(wait.as_secs().min(u32::MAX as u64) as u32);
+    }
+    match body.policy_name.as_deref() {
+        Some("TEN_SECONDLY_ROLLING") => Some(10),
+        Some("SECONDLY") => Some(1),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(status: u16, body: Value) -> Response {
+        Response {
+            status,
+            headers: vec![],
+            body: body.to_string().into_bytes(),
+        }
+    }
+
+    fn granted(list: &[&str]) -> Vec<String> {
+        list.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn unauthorized_means_reconnect_and_mentions_the_framework_release() {
+        let err = map_error(
+            &answer(
+                401,
+                json!({"status": "error", "message": "Authentication credentials not found.", "correlationId": "c-1", "category": "INVALID_AUTHENTICATION"}),
+            ),
+            &[],
+            "x",
+        );
+        assert!(
+            matches!(&err, ToolError::NotConnected(m) if m.contains("reconnect HubSpot") && m.contains("2025.2") && m.contains("c-1")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn missing_scopes_come_from_the_body() {
+        let body = json!({"status": "error", "message": "This app hasn't been granted all required scopes to make this call.", "correlationId": "c-2", "category": "MISSING_SCOPES",
+                          "errors": [{"message": "One or more of the following scopes are required.", "context": {"requiredGranularScopes": ["crm.objects.deals.write"]}}]});
+        assert_eq!(
+            map_error(&answer(403, body.clone()), &granted(&["oauth"]), "x"),
+            ToolError::MissingScopes(vec!["crm.objects.deals.write".into()])
+        );
+        // Granted yet refused: the mixed-install case.
+        let err = map_error(
+            &answer(403, body),
+            &granted(&["crm.objects.deals.write"]),
+            "x",
+        );
+        assert!(
+            matches!(&err, ToolError::Forbidden(m) if m.contains("2025.2") && m.contains("reinstall")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn marketplace_permission_needs_a_super_admin() {
+        let err = map_error(
+            &answer(
+                403,
+                json!({"status": "error", "message": "User does not have App Marketplace Access permission", "category": "FORBIDDEN"}),
+            ),
+            &[],
+            "x",
+        );
+        assert!(
+            matches!(&err, ToolError::Forbidden(m) if m.contains("super admin") && m.contains("App Marketplace access")),
+            "{err:?}"
+        );
+    }
+
+    #[test]
+    fn not_found_and_validation_errors() {
+        let err = map_error(
+            &answer(
+                404,
+                json!({"status": "error", "message": "Object not found. objectId are usually numeric.", "correlationId": "c-3", "category": "OBJECT_NOT_FOUND"}),
+            ),
+            &[],
+            "deals record 5",
+        );
+        assert!(
+            matches!(&err, ToolError::NotFound(m) if m.contains("deals record 5") && m.contains("c-3")),
+            "{err:?}"
+        );
+        let body = json!({"status": "error", "category": "VALIDATION_ERROR", "correlationId": "c-4",
+            "message": "Property values were not valid: [{\"isValid\":false,\"message\":\"Property \\\"favourite_colour\\\" does not exist\",\"error\":\"PROPERTY_DOESNT_EXIST\",\"name\":\"favourite_colour\"}]"});
+        let ToolError::CrmError(text) = map_error(&answer(400, body), &[], "x") else {
+            panic!()
+        };
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["properties"], json!(["favourite_colour"]));
+        assert_eq!(v["correlation_id"], "c-4");
+        assert!(v["hint"].as_str().unwrap().contains("favourite_colour"));
+    }
+
+    #[test]
+    fn rate_limits_report_seconds() {
+        let mut limited = answer(
+            429,
+            json!({"status": "error", "message": "You have reached your ten_secondly_rolling limit.", "category": "RATE_LIMITS", "policyName": "TEN_SECONDLY_ROLLING"}),
+        );
+        assert_eq!(
+            map_error(&limited, &[], "x"),
+            ToolError::RateLimited(Some(10))
+        );
+        limited.headers.push(("retry-after".into(), "3".into()));
+        assert_eq!(
+            map_error(&limited, &[], "x"),
+            ToolError::RateLimited(Some(3))
+        );
+        let daily = answer(
+            429,
+            json!({"category": "RATE_LIMITS", "policyName": "DAILY"}),
+        );
+        assert_eq!(map_error(&daily, &[], "x"), ToolError::RateLimited(None));
+    }
+}

@@ -1,0 +1,5 @@
+//! CRM A (HubSpot): object types, ids and properties, scopes, errors, and tools.
+
+pub mod errors;
+pub mod scopes;
+pub mod types;

@@ -1,0 +1,301 @@
+//! HubSpot object types, record ids and property names, validated before anything is sent.
+
+use crate::schema::string_schema;
+use schemars::{JsonSchema, Schema, SchemaGenerator};
+use std::borrow::Cow;
+use std::fmt;
+
+/// A HubSpot object type: the eight standard types the product covers, or a custom type.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Deserialize)]
+#[serde(try_from = "String")]
+pub enum ObjectType {
+    Contacts,
+    Companies,
+    Deals,
+    Tasks,
+    Notes,
+    Emails,
+    Meetings,
+    Calls,
+    /// `2-<n>` (type id) or `p_<name>` (fully qualified name).
+    Custom(String),
+}
+
+/// Standard types: API name, type id.
+const STANDARD: &[(ObjectType, &str, &str)] = &[
+    (ObjectType::Contacts, "contacts", "0-1"),
+    (ObjectType::Companies, "companies", "0-2"),
+    (ObjectType::Deals, "deals", "0-3"),
+    (ObjectType::Tasks, "tasks", "0-27"),
+    (ObjectType::Notes, "notes", "0-46"),
+    (ObjectType::Meetings, "meetings", "0-47"),
+    (ObjectType::Calls, "calls", "0-48"),
+    (ObjectType::Emails, "emails", "0-49"),
+];
+
+impl ObjectType {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        let lower = text.to_ascii_lowercase();
+        if let Some((t, _, _)) = STANDARD
+            .iter()
+            .find(|(_, name, id)| *name == lower || *id == lower)
+        {
+            return Ok(t.clone());
+        }
+        // Models often write the singular ("company", "deal").
+        let singular = STANDARD.iter().find(|(_, name, _)| {
+            let stem = name
+                .strip_suffix("ies")
+                .map(|s| format!("{s}y"))
+                .unwrap_or_else(|| name.trim_end_matches('s').to_string());
+            stem == lower
+        });
+        let custom_id = lower.strip_prefix("2-").is_some_and(|n| {
+            !n.is_empty() && n.len() <= 12 && n.bytes().all(|b| b.is_ascii_digit())
+        });
+        let custom_name = lower.strip_prefix("p_").is_some_and(|n| {
+            !n.is_empty()
+                && n.len() <= 100
+                && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        });
+        match singular {
+            _ if custom_id || custom_name => Ok(ObjectType::Custom(lower)),
+            Some((t, _, _)) => Ok(t.clone()),
+            None => Err(format!(
+                "{text:?} is not a HubSpot object type: use contacts, companies, deals, tasks, notes, \
+                 emails, meetings, calls, or a custom type as 2-<id> or p_<name>"
+            )),
+        }
+    }
+
+    /// The path segment HubSpot's v3/v4 APIs take.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ObjectType::Custom(name) => name,
+            standard => STANDARD
+                .iter()
+                .find(|(t, _, _)| t == standard)
+                .map(|(_, name, _)| *name)
+                .expect("every standard type is in the table"),
+        }
+    }
+
+    /// The object type id used in record URLs (`0-1`, or the custom `2-<n>`).
+    pub fn type_id(&self) -> Option<&str> {
+        match self {
+            ObjectType::Custom(name) => name.starts_with("2-").then_some(name.as_str()),
+            standard => STANDARD
+                .iter()
+                .find(|(t, _, _)| t == standard)
+                .map(|(_, _, id)| *id),
+        }
+    }
+
+    /// Engagement (activity) types: notes, calls, meetings, emails, tasks.
+    pub fn is_activity(&self) -> bool {
+        matches!(
+            self,
+            ObjectType::Tasks
+                | ObjectType::Notes
+                | ObjectType::Emails
+                | ObjectType::Meetings
+                | ObjectType::Calls
+        )
+    }
+}
+
+impl TryFrom<String> for ObjectType {
+    type Error = String;
+    fn try_from(value: String) -> Result<Self, String> {
+        ObjectType::parse(&value)
+    }
+}
+
+impl fmt::Display for ObjectType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl JsonSchema for ObjectType {
+    fn schema_name() -> Cow<'static, str> {
+        "HubSpotObjectType".into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        string_schema(
+            "^(contacts|companies|deals|tasks|notes|emails|meetings|calls|2-[0-9]+|p_[a-z0-9_]+)$",
+            "HubSpot object type: contacts, companies, deals, tasks, notes, emails, meetings, calls, or a custom type (2-<id> or p_<name>).",
+        )
+    }
+}
+
+/// A HubSpot record id: a decimal number that fits in u64, kept as HubSpot writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Deserialize)]
+#[serde(try_from = "serde_json::Value")]
+pub struct RecordId(u64);
+
+impl RecordId {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        if text.is_empty() || text.len() > 20 || !text.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(format!(
+                "{text:?} is not a HubSpot record id: ids are digits only, e.g. \"51\" or \"18234567890\""
+            ));
+        }
+        text.parse()
+            .map(RecordId)
+            .map_err(|_| format!("{text:?} is too large for a HubSpot record id"))
+    }
+
+    pub fn get(self) -> u64 {
+        self.0
+    }
+}
+
+/// Ids arrive as strings (HubSpot's form) or, from a model, as numbers.
+impl TryFrom<serde_json::Value> for RecordId {
+    type Error = String;
+    fn try_from(value: serde_json::Value) -> Result<Self, String> {
+        match value {
+            serde_json::Value::String(s) => RecordId::parse(&s),
+            serde_json::Value::Number(n) => n
+                .as_u64()
+                .map(RecordId)
+                .ok_or_else(|| format!("{n} is not a HubSpot record id")),
+            other => Err(format!(
+                "{other} is not a HubSpot record id: give the id as a string of digits"
+            )),
+        }
+    }
+}
+
+impl fmt::Display for RecordId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+impl JsonSchema for RecordId {
+    fn schema_name() -> Cow<'static, str> {
+        "HubSpotRecordId".into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        string_schema("^[0-9]{1,20}$", "HubSpot record id (digits), e.g. \"51\".")
+    }
+}
+
+/// A HubSpot property internal name (`firstname`, `hs_timestamp`, `dealstage`).
+#[derive(
+    Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(try_from = "String", into = "String")]
+pub struct PropertyName(String);
+
+impl PropertyName {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let text = text.trim();
+        let ok = !text.is_empty()
+            && text.len() <= 100
+            && text.starts_with(|c: char| c.is_ascii_alphabetic())
+            && text.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if ok {
+            Ok(PropertyName(text.to_string()))
+        } else {
+            Err(format!(
+                "{text:?} is not a HubSpot property name: internal names are letters, digits and \
+                 underscores, e.g. firstname or hs_lead_status (crma_get_properties lists them)"
+            ))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for PropertyName {
+    type Error = String;
+    fn try_from(value: String) -> Result<Self, String> {
+        PropertyName::parse(&value)
+    }
+}
+
+impl From<PropertyName> for String {
+    fn from(name: PropertyName) -> String {
+        name.0
+    }
+}
+
+impl JsonSchema for PropertyName {
+    fn schema_name() -> Cow<'static, str> {
+        "HubSpotPropertyName".into()
+    }
+    fn inline_schema() -> bool {
+        true
+    }
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        string_schema(
+            "^[A-Za-z][A-Za-z0-9_]*$",
+            "HubSpot property internal name, e.g. firstname, dealstage.",
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn object_types_by_name_id_and_custom_forms() {
+        assert_eq!(ObjectType::parse("contacts").unwrap(), ObjectType::Contacts);
+        assert_eq!(ObjectType::parse("0-3").unwrap(), ObjectType::Deals);
+        assert_eq!(ObjectType::parse("Company").unwrap(), ObjectType::Companies);
+        assert_eq!(ObjectType::parse("2-12345").unwrap().as_str(), "2-12345");
+        assert_eq!(
+            ObjectType::parse("p_invoices").unwrap().as_str(),
+            "p_invoices"
+        );
+        assert_eq!(ObjectType::Deals.type_id(), Some("0-3"));
+        for bad in [
+            "",
+            "leads",
+            "2-",
+            "2-12a",
+            "p_",
+            "p_../x",
+            "contacts/1",
+            "0-999",
+        ] {
+            assert!(ObjectType::parse(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn record_ids_are_digits() {
+        assert_eq!(RecordId::parse("51").unwrap().get(), 51);
+        let from_number: RecordId = serde_json::from_str("1234").unwrap();
+        assert_eq!(from_number.get(), 1234);
+        for bad in ["", "-1", "12a", "1 2", "99999999999999999999999", "../1"] {
+            assert!(RecordId::parse(bad).is_err(), "{bad}");
+        }
+        assert!(serde_json::from_str::<RecordId>("-5").is_err());
+        assert!(serde_json::from_str::<RecordId>("1.5").is_err());
+    }
+
+    #[test]
+    fn property_names() {
+        for good in ["firstname", "hs_timestamp", "Custom_Prop_2"] {
+            assert!(PropertyName::parse(good).is_ok());
+        }
+        for bad in ["", "_x", "first name", "a.b", "a-b", "x;drop"] {
+            assert!(PropertyName::parse(bad).is_err(), "{bad}");
+        }
+    }
+}
