@@ -2,4 +2,5 @@
 
 pub mod errors;
 pub mod scopes;
+pub mod search;
 pub mod types;

@@ -1,0 +1,424 @@
+//! HubSpot CRM search: typed filters checked against HubSpot's documented limits before
+//! sending, the request body as HubSpot wants it, and the answer mapped for the assistant.
+
+use super::types::{ObjectType, PropertyName, RecordId};
+use crate::error::ToolError;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+/// HubSpot's documented search limits.
+pub const MAX_FILTER_GROUPS: usize = 5;
+pub const MAX_FILTERS_PER_GROUP: usize = 6;
+pub const MAX_FILTERS: usize = 18;
+pub const MAX_LIMIT: u32 = 200;
+pub const MAX_QUERY_CHARS: usize = 3000;
+/// HubSpot applies one sort rule per search.
+pub const MAX_SORTS: usize = 1;
+/// Results past this many cannot be paged to.
+pub const MAX_REACHABLE: u64 = 10_000;
+
+/// Filter operators HubSpot's search accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Operator {
+    Eq,
+    Neq,
+    Lt,
+    Lte,
+    Gt,
+    Gte,
+    Between,
+    In,
+    NotIn,
+    HasProperty,
+    NotHasProperty,
+    ContainsToken,
+    NotContainsToken,
+}
+
+impl Operator {
+    fn wire(self) -> &'static str {
+        match self {
+            Operator::Eq => "EQ",
+            Operator::Neq => "NEQ",
+            Operator::Lt => "LT",
+            Operator::Lte => "LTE",
+            Operator::Gt => "GT",
+            Operator::Gte => "GTE",
+            Operator::Between => "BETWEEN",
+            Operator::In => "IN",
+            Operator::NotIn => "NOT_IN",
+            Operator::HasProperty => "HAS_PROPERTY",
+            Operator::NotHasProperty => "NOT_HAS_PROPERTY",
+            Operator::ContainsToken => "CONTAINS_TOKEN",
+            Operator::NotContainsToken => "NOT_CONTAINS_TOKEN",
+        }
+    }
+}
+
+/// One filter. Which value fields it needs depends on the operator.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Filter {
+    /// Property internal name, e.g. "dealstage", "createdate", "email".
+    pub property: PropertyName,
+    pub operator: Operator,
+    /// For EQ, NEQ, LT, LTE, GT, GTE, CONTAINS_TOKEN, NOT_CONTAINS_TOKEN, and the low end of
+    /// BETWEEN. Dates as ISO 8601 or epoch milliseconds.
+    #[serde(default)]
+    pub value: Option<Value>,
+    /// For IN and NOT_IN.
+    #[serde(default)]
+    pub values: Option<Vec<Value>>,
+    /// The high end of BETWEEN.
+    #[serde(default)]
+    pub high_value: Option<Value>,
+}
+
+/// Filters ANDed together; groups are ORed.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FilterGroup {
+    pub filters: Vec<Filter>,
+}
+
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum Direction {
+    Ascending,
+    Descending,
+}
+
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Sort {
+    pub property: PropertyName,
+    pub direction: Direction,
+}
+
+/// A search, validated.
+#[derive(Debug, Clone)]
+pub struct Search {
+    pub object_type: ObjectType,
+    pub filter_groups: Vec<FilterGroup>,
+    pub sorts: Vec<Sort>,
+    pub query: Option<String>,
+    pub properties: Vec<PropertyName>,
+    pub limit: u32,
+    pub after: Option<u64>,
+}
+
+/// A filter value on the wire: HubSpot takes strings.
+fn wire_value(value: &Value, what: &str) -> Result<String, ToolError> {
+    match value {
+        Value::String(s) => Ok(s.clone()),
+        Value::Number(n) => Ok(n.to_string()),
+        Value::Bool(b) => Ok(b.to_string()),
+        _ => Err(ToolError::invalid(format!(
+            "{what} must be a string, number or boolean"
+        ))),
+    }
+}
+
+impl Search {
+    /// Checks HubSpot's limits and each filter's shape; nothing is sent when this fails.
+    pub fn validate(&self) -> Result<(), ToolError> {
+        let groups = self.filter_groups.len();
+        if groups > MAX_FILTER_GROUPS {
+            return Err(ToolError::invalid(format!(
+                "{groups} filter groups: HubSpot allows at most {MAX_FILTER_GROUPS}"
+            )));
+        }
+        let mut total = 0;
+        for (g, group) in self.filter_groups.iter().enumerate() {
+            if group.filters.is_empty() {
+                return Err(ToolError::invalid(format!(
+                    "filter group {} is empty",
+                    g + 1
+                )));
+            }
+            if group.filters.len() > MAX_FILTERS_PER_GROUP {
+                return Err(ToolError::invalid(format!(
+                    "filter group {} has {} filters: HubSpot allows at most {MAX_FILTERS_PER_GROUP} per group",
+                    g + 1,
+                    group.filters.len()
+                )));
+            }
+            total += group.filters.len();
+            for filter in &group.filters {
+                filter_body(filter)?;
+            }
+        }
+        if total > MAX_FILTERS {
+            return Err(ToolError::invalid(format!(
+                "{total} filters in all: HubSpot allows at most {MAX_FILTERS}"
+            )));
+        }
+        if self.sorts.len() > MAX_SORTS {
+            return Err(ToolError::invalid(
+                "HubSpot search takes one sort rule; give at most one entry in sorts",
+            ));
+        }
+        if !(1..=MAX_LIMIT).contains(&self.limit) {
+            return Err(ToolError::invalid(format!(
+                "limit must be from 1 to {MAX_LIMIT}"
+            )));
+        }
+        if let Some(query) = &self.query
+            && query.chars().count() > MAX_QUERY_CHARS
+        {
+            return Err(ToolError::invalid(format!(
+                "query is over {MAX_QUERY_CHARS} characters"
+            )));
+        }
+        if self.after.is_some_and(|a| a >= MAX_REACHABLE) {
+            return Err(ToolError::invalid(format!(
+                "HubSpot search cannot page past {MAX_REACHABLE} results: narrow the filters (for example by date windows)"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The request body, as HubSpot documents it.
+    pub fn body(&self) -> Result<Value, ToolError> {
+        self.validate()?;
+        let groups: Vec<Value> = self
+            .filter_groups
+            .iter()
+            .map(|g| {
+                g.filters
+                    .iter()
+                    .map(filter_body)
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(|f| json!({"filters": f}))
+            })
+            .collect::<Result<_, _>>()?;
+        let sorts: Vec<Value> = self
+            .sorts
+            .iter()
+            .map(|s| {
+                json!({"propertyName": s.property.as_str(), "direction": match s.direction {
+                    Direction::Ascending => "ASCENDING",
+                    Direction::Descending => "DESCENDING",
+                }})
+            })
+            .collect();
+        let mut body = json!({
+            "filterGroups": groups,
+            "sorts": sorts,
+            "properties": self.properties.iter().map(PropertyName::as_str).collect::<Vec<_>>(),
+            "limit": self.limit,
+        });
+        if let Some(query) = &self.query {
+            body["query"] = query.clone().into();
+        }
+        if let Some(after) = self.after {
+            body["after"] = after.to_string().into();
+        }
+        Ok(body)
+    }
+}
+
+/// One filter on the wire, checking that the operator has the values it needs.
+fn filter_body(filter: &Filter) -> Result<Value, ToolError> {
+    let name = filter.property.as_str();
+    let mut out = json!({"propertyName": name, "operator": filter.operator.wire()});
+    let need = |field: &str| {
+        ToolError::invalid(format!(
+            "filter on {name}: {} needs {field}",
+            filter.operator.wire()
+        ))
+    };
+    match filter.operator {
+        Operator::HasProperty | Operator::NotHasProperty => {}
+        Operator::In | Operator::NotIn => {
+            let values = filter
+                .values
+                .as_ref()
+                .filter(|v| !v.is_empty())
+                .ok_or_else(|| need("values (a non-empty list)"))?;
+            // HubSpot matches IN / NOT_IN string values in lower case only.
+            let values: Vec<String> = values
+                .iter()
+                .map(|v| wire_value(v, "values").map(|s| s.to_lowercase()))
+                .collect::<Result<_, _>>()?;
+            out["values"] = values.into();
+        }
+        Operator::Between => {
+            let low = filter
+                .value
+                .as_ref()
+                .ok_or_else(|| need("value (the low end) and high_value"))?;
+            let high = filter
+                .high_value
+                .as_ref()
+                .ok_or_else(|| need("high_value (the high end)"))?;
+            out["value"] = wire_value(low, "value")?.into();
+            out["highValue"] = wire_value(high, "high_value")?.into();
+        }
+        _ => {
+            let value = filter.value.as_ref().ok_or_else(|| need("value"))?;
+            out["value"] = wire_value(value, "value")?.into();
+        }
+    }
+    Ok(out)
+}
+
+/// A filter group that finds one record by id.
+pub fn by_id(id: RecordId) -> Vec<FilterGroup> {
+    vec![FilterGroup {
+        filters: vec![Filter {
+            property: PropertyName::parse("hs_object_id").expect("a valid name"),
+            operator: Operator::Eq,
+            value: Some(Value::String(id.to_string())),
+            values: None,
+            high_value: None,
+        }],
+    }]
+}
+
+/// The answer, mapped: `results` with `id` and `properties`, `total`, and a cursor when more
+/// can be paged to.
+pub fn map_answer(body: &Value) -> Result<Value, String> {
+    let total = body["total"].as_u64().ok_or("no total")?;
+    let results: Vec<Value> = body["results"]
+        .as_array()
+        .ok_or("no results")?
+        .iter()
+        .map(|r| {
+            json!({
+                "id": r["id"],
+                "properties": r["properties"],
+                "created_at": r["createdAt"],
+                "updated_at": r["updatedAt"],
+            })
+        })
+        .collect();
+    let mut out = json!({"results": results, "total": total});
+    if let Some(after) = body["paging"]["next"]["after"].as_str() {
+        let reachable = after.parse::<u64>().is_ok_and(|a| a < MAX_REACHABLE);
+        if reachable {
+            out["next_cursor"] = after.into();
+        }
+    }
+    if total > MAX_REACHABLE {
+        out["note"] = format!(
+            "{total} records match, but HubSpot search can page through only the first {MAX_REACHABLE}. \
+             Narrow the filters to reach the rest, for example by createdate or lastmodifieddate windows."
+        )
+        .into();
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn search(groups: Value) -> Search {
+        Search {
+            object_type: ObjectType::Deals,
+            filter_groups: serde_json::from_value(groups).unwrap(),
+            sorts: vec![],
+            query: None,
+            properties: vec![],
+            limit: 10,
+            after: None,
+        }
+    }
+
+    #[test]
+    fn every_operator_has_its_wire_shape() {
+        let s = search(json!([
+            {"filters": [
+                {"property": "amount", "operator": "BETWEEN", "value": 1000, "high_value": "5000"},
+                {"property": "dealstage", "operator": "IN", "values": ["appointmentscheduled", "ClosedWon"]},
+                {"property": "closedate", "operator": "HAS_PROPERTY"},
+                {"property": "dealname", "operator": "CONTAINS_TOKEN", "value": "renewal"}
+            ]},
+            {"filters": [{"property": "amount", "operator": "GTE", "value": 10}, {"property": "pipeline", "operator": "NOT_IN", "values": ["x"]}]}
+        ]));
+        let body = s.body().unwrap();
+        assert_eq!(
+            body["filterGroups"][0]["filters"][0],
+            json!({"propertyName": "amount", "operator": "BETWEEN", "value": "1000", "highValue": "5000"})
+        );
+        assert_eq!(
+            body["filterGroups"][0]["filters"][1],
+            json!({"propertyName": "dealstage", "operator": "IN", "values": ["appointmentscheduled", "closedwon"]})
+        );
+        assert_eq!(
+            body["filterGroups"][0]["filters"][2],
+            json!({"propertyName": "closedate", "operator": "HAS_PROPERTY"})
+        );
+        assert_eq!(body["filterGroups"][1]["filters"][1]["operator"], "NOT_IN");
+        assert_eq!(body["limit"], 10);
+    }
+
+    #[test]
+    fn limits_are_checked_before_sending() {
+        let filter = json!({"property": "amount", "operator": "GT", "value": 1});
+        let six_groups = json!(
+            (0..6)
+                .map(|_| json!({"filters": [filter]}))
+                .collect::<Vec<_>>()
+        );
+        assert!(
+            matches!(search(six_groups).validate(), Err(ToolError::InvalidInput(m)) if m.contains("at most 5"))
+        );
+        let seven = json!([{"filters": (0..7).map(|_| filter.clone()).collect::<Vec<_>>()}]);
+        assert!(
+            matches!(search(seven).validate(), Err(ToolError::InvalidInput(m)) if m.contains("at most 6"))
+        );
+        let nineteen = json!((0..4).map(|i| json!({"filters": (0..if i == 0 { 1 } else { 6 }).map(|_| filter.clone()).collect::<Vec<_>>()})).collect::<Vec<_>>());
+        assert!(
+            matches!(search(nineteen).validate(), Err(ToolError::InvalidInput(m)) if m.contains("at most 18"))
+        );
+        let mut s = search(json!([]));
+        s.sorts = serde_json::from_value(json!([{"property": "amount", "direction": "ASCENDING"}, {"property": "closedate", "direction": "DESCENDING"}])).unwrap();
+        assert!(matches!(s.validate(), Err(ToolError::InvalidInput(m)) if m.contains("one sort")));
+        s.sorts.clear();
+        s.limit = 201;
+        assert!(s.validate().is_err());
+        s.limit = 200;
+        s.query = Some("x".repeat(3001));
+        assert!(s.validate().is_err());
+        s.query = None;
+        s.after = Some(10_000);
+        assert!(
+            matches!(s.validate(), Err(ToolError::InvalidInput(m)) if m.contains("date windows"))
+        );
+    }
+
+    #[test]
+    fn operators_need_their_values() {
+        for bad in [
+            json!({"property": "amount", "operator": "BETWEEN", "value": 1}),
+            json!({"property": "dealstage", "operator": "IN", "values": []}),
+            json!({"property": "dealname", "operator": "EQ"}),
+            json!({"property": "dealname", "operator": "EQ", "value": {"x": 1}}),
+        ] {
+            assert!(
+                matches!(
+                    search(json!([{"filters": [bad.clone()]}])).body(),
+                    Err(ToolError::InvalidInput(_))
+                ),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn answers_map_and_warn_past_ten_thousand() {
+        let answer = json!({"total": 12000, "results": [{"id": "51", "properties": {"dealname": "Big"}, "createdAt": "2026-01-01T00:00:00Z", "updatedAt": "2026-02-01T00:00:00Z", "archived": false}],
+                            "paging": {"next": {"after": "100", "link": "?after=100"}}});
+        let out = map_answer(&answer).unwrap();
+        assert_eq!(out["results"][0]["id"], "51");
+        assert_eq!(out["results"][0]["properties"]["dealname"], "Big");
+        assert_eq!(out["next_cursor"], "100");
+        assert!(out["note"].as_str().unwrap().contains("10000"));
+        let last = json!({"total": 12000, "results": [], "paging": {"next": {"after": "10000"}}});
+        assert!(map_answer(&last).unwrap().get("next_cursor").is_none());
+    }
+}
