@@ -276,9 +276,29 @@ async fn demo(
     }
     let steps: &[(&str, &str, &str)] = &[
         (
+            "Open opportunities closing this month, biggest first",
+            "crmb_run_soql_query",
+            r#"{"query":"SELECT Id, Name, StageName, Amount, CloseDate, Account.Name FROM Opportunity WHERE IsClosed = false AND CloseDate = THIS_MONTH ORDER BY Amount DESC","max_records":5}"#,
+        ),
+        (
+            "What can be set on an opportunity's stage?",
+            "crmb_get_object_fields",
+            r#"{"object":"Opportunity","name_contains":"stage"}"#,
+        ),
+        (
             "Fetch an account with chosen fields",
             "crmb_get_record",
             r#"{"object":"Account","record_id":"0015gA000000001ABA","fields":["Name","Industry","AnnualRevenue"]}"#,
+        ),
+        (
+            "Log a follow-up task on the biggest deal",
+            "crmb_create_record",
+            r#"{"object":"Task","fields":{"Subject":"Send the renewal quote","WhatId":"0065gA000000004ABA","Status":"Not Started"}}"#,
+        ),
+        (
+            "Move that deal forward",
+            "crmb_update_record",
+            r#"{"object":"Opportunity","record_id":"0065gA000000004ABA","fields":{"StageName":"Negotiation/Review"}}"#,
         ),
         (
             "Build a link to an opportunity",
@@ -286,14 +306,19 @@ async fn demo(
             r#"{"object":"Opportunity","record_id":"0065gA000000001ABA"}"#,
         ),
         (
+            "A locking query is refused before anything is sent",
+            "crmb_run_soql_query",
+            r#"{"query":"SELECT Id FROM Opportunity FOR UPDATE"}"#,
+        ),
+        (
             "A mistyped id is refused before anything is sent",
             "crmb_get_record",
             r#"{"object":"Account","record_id":"0015gA000000001ABX"}"#,
         ),
         (
-            "A record the CRM does not have",
-            "crmb_get_record",
-            r#"{"object":"Contact","record_id":"0035gA000000099ABA"}"#,
+            "A field name Salesforce does not know",
+            "crmb_run_soql_query",
+            r#"{"query":"SELECT Nmae FROM Account"}"#,
         ),
     ];
     for (title, tool, input) in steps {

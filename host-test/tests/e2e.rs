@@ -756,3 +756,86 @@ async fn a_hostile_next_records_url_is_not_followed() {
     assert!(message.contains("unsafe_next_records_url"), "{message}");
     assert_eq!(f.stub.requests().len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sandbox_answers_all_six_crmb_tools() {
+    let host = Host::new(
+        runtime(),
+        Arc::new(SandboxCrm::new()),
+        AuditLog::in_memory(),
+    );
+    host.add_tenant(SandboxCrm::tenant_spec("acme"), plugin())
+        .unwrap();
+    let run = |tool: &str, input: Value| {
+        let mut request = call("acme", tool, input);
+        request.instance_url = Some(SANDBOX_INSTANCE_URL.into());
+        host.call(request)
+    };
+    let open = output(run("crmb_run_soql_query", json!({"query": "SELECT Id, Name, Amount, CloseDate, Account.Name FROM Opportunity WHERE IsClosed = false AND CloseDate = THIS_MONTH ORDER BY Amount DESC"})).await);
+    let first = &open["records"][0];
+    assert!(
+        first["record_url"]
+            .as_str()
+            .unwrap()
+            .starts_with("https://acme-sandbox.lightning.force.com/lightning/r/Opportunity/")
+    );
+    assert!(
+        first["Account"]["record_url"].is_null(),
+        "the parent has no Id selected, so no link"
+    );
+    let opportunity = first["Id"].as_str().unwrap().to_string();
+
+    let fields = output(
+        run(
+            "crmb_get_object_fields",
+            json!({"object": "Opportunity", "name_contains": "stage"}),
+        )
+        .await,
+    );
+    assert_eq!(fields["fields"][0]["name"], "StageName");
+    assert_eq!(fields["fields"][0]["required_on_create"], true);
+
+    let created = output(run("crmb_create_record", json!({"object": "Task", "fields": {"Subject": "Send the renewal quote", "WhatId": opportunity, "Status": "Not Started"}})).await);
+    let task = created["id"].as_str().unwrap().to_string();
+    output(run("crmb_update_record", json!({"object": "Opportunity", "record_id": opportunity, "fields": {"StageName": "Negotiation/Review"}})).await);
+    let read = output(
+        run(
+            "crmb_get_record",
+            json!({"object": "Opportunity", "record_id": opportunity, "fields": ["StageName"]}),
+        )
+        .await,
+    );
+    assert_eq!(
+        read["record"]["StageName"], "Negotiation/Review",
+        "the update is visible"
+    );
+    let task_read = output(
+        run(
+            "crmb_get_record",
+            json!({"object": "Task", "record_id": task}),
+        )
+        .await,
+    );
+    assert_eq!(task_read["record"]["Subject"], "Send the renewal quote");
+    let link = output(
+        run(
+            "crmb_generate_record_url",
+            json!({"object": "Task", "record_id": task}),
+        )
+        .await,
+    );
+    assert_eq!(link["url"], created["record_url"]);
+
+    let (kind, message) = tool_error(
+        run(
+            "crmb_run_soql_query",
+            json!({"query": "SELECT Nmae FROM Account"}),
+        )
+        .await,
+    );
+    assert_eq!(kind, "crm-error");
+    assert!(
+        message.contains("INVALID_FIELD") && message.contains("crmb_get_object_fields"),
+        "{message}"
+    );
+}

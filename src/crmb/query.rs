@@ -175,7 +175,7 @@ pub fn run(request: QueryRequest, session: &mut Session<'_>) -> Result<Value, To
         .as_deref()
         .map(InstanceUrl::parse)
         .transpose()?;
-    let mut pager = Pager {
+    let pager = Pager {
         config,
         query: &request.query,
         instance: instance.as_ref(),
@@ -192,7 +192,7 @@ pub fn run(request: QueryRequest, session: &mut Session<'_>) -> Result<Value, To
         && first.total_size > config.results.file_threshold_records
         && !first.records.is_empty();
     if to_file {
-        pager.to_file(session, first)
+        pager.write_to_file(session, first)
     } else {
         pager.inline(session, first, start, request.max_records)
     }
@@ -250,7 +250,7 @@ impl Pager<'_> {
 
     /// Records inline, up to `max_records` and the byte budget; a cursor for the rest.
     fn inline(
-        &mut self,
+        &self,
         session: &mut Session<'_>,
         mut page: Page,
         mut current: Option<Locator>,
@@ -354,7 +354,7 @@ impl Pager<'_> {
     }
 
     /// Every record to a JSON Lines file, page by page so memory stays flat.
-    fn to_file(&mut self, session: &mut Session<'_>, first: Page) -> Result<Value, ToolError> {
+    fn write_to_file(&self, session: &mut Session<'_>, first: Page) -> Result<Value, ToolError> {
         let results = &self.config.results;
         let dir = results.dir.as_deref().expect("checked by the caller");
         let name = format!(
@@ -396,7 +396,7 @@ impl Pager<'_> {
 
     #[allow(clippy::type_complexity)]
     fn write_pages(
-        &mut self,
+        &self,
         session: &mut Session<'_>,
         mut page: Page,
         path: &str,

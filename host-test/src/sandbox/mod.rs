@@ -2,15 +2,19 @@
 //! newcomer sees real answers with no account anywhere.
 //!
 //! Like the real broker it checks `X-Proxy-Credential` on every request and serves each
-//! tenant only its own data. It answers in the CRMs' own JSON shapes.
+//! tenant only its own data. It answers in the CRMs' own JSON shapes; creates and updates
+//! change the tenant's data for later reads (until the process ends).
+
+mod salesforce;
 
 use crate::backend::{Backend, BoxFuture};
 use crate::hooks::{CREDENTIAL_HEADER, Credential};
 use crate::host::TenantSpec;
 use bytes::Bytes;
+use salesforce::SalesforceData;
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use url::Url;
 use wasmtime_wasi_http::Error as HttpError;
 
@@ -21,13 +25,13 @@ pub const SANDBOX_INSTANCE_URL: &str = "https://acme-sandbox.my.salesforce.com";
 
 /// The sandbox tenants and their data sets.
 const DATASETS: &[(&str, &str)] = &[
-    ("acme", include_str!("../sandbox/acme.json")),
-    ("globex", include_str!("../sandbox/globex.json")),
+    ("acme", include_str!("../../sandbox/acme.json")),
+    ("globex", include_str!("../../sandbox/globex.json")),
 ];
 
 /// One tenant's data.
 struct Dataset {
-    salesforce: HashMap<String, Vec<Value>>,
+    salesforce: Mutex<SalesforceData>,
 }
 
 /// The sandbox broker.
@@ -49,17 +53,7 @@ impl SandboxCrm {
             .iter()
             .map(|(tenant, text)| {
                 let data: Value = serde_json::from_str(text).expect("sandbox data is JSON");
-                let salesforce = data["salesforce"]
-                    .as_object()
-                    .map(|objects| {
-                        objects
-                            .iter()
-                            .map(|(name, rows)| {
-                                (name.clone(), rows.as_array().cloned().unwrap_or_default())
-                            })
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                let salesforce = Mutex::new(SalesforceData::from_json(&data["salesforce"]));
                 (credential_value(tenant), Arc::new(Dataset { salesforce }))
             })
             .collect();
@@ -107,7 +101,16 @@ impl SandboxCrm {
                 "data",
                 version,
                 rest @ ..,
-            ] if version.starts_with('v') => salesforce(dataset, request, version, rest),
+            ] if version.starts_with('v') => {
+                let mut data = dataset.salesforce.lock().unwrap_or_else(|e| e.into_inner());
+                data.answer(
+                    request.method().as_str(),
+                    version,
+                    rest,
+                    request.uri().query(),
+                    request.body(),
+                )
+            }
             _ => salesforce_error(404, "NOT_FOUND", "The requested resource does not exist"),
         }
     }
@@ -122,73 +125,23 @@ fn salesforce_error(status: u16, code: &str, message: &str) -> (u16, Value) {
     (status, json!([{"message": message, "errorCode": code}]))
 }
 
-fn salesforce(
-    dataset: &Dataset,
-    request: &http::Request<Bytes>,
-    version: &str,
-    path: &[&str],
-) -> (u16, Value) {
-    match (request.method(), path) {
-        (&http::Method::GET, ["sobjects", object, id]) => {
-            let Some(rows) = dataset.salesforce.get(*object) else {
-                return salesforce_error(404, "NOT_FOUND", "The requested resource does not exist");
-            };
-            let wanted = id.get(..15).unwrap_or(id);
-            let Some(row) = rows
-                .iter()
-                .find(|r| r["Id"].as_str().and_then(|i| i.get(..15)) == Some(wanted))
-            else {
-                return salesforce_error(404, "NOT_FOUND", "The requested resource does not exist");
-            };
-            let fields = query_param(request.uri(), "fields");
-            (
-                200,
-                with_attributes(row, object, version, fields.as_deref()),
-            )
-        }
-        _ => salesforce_error(404, "NOT_FOUND", "The requested resource does not exist"),
-    }
-}
-
-/// A record as Salesforce returns it: `attributes` first, then the asked-for fields.
-fn with_attributes(row: &Value, object: &str, version: &str, fields: Option<&str>) -> Value {
-    let id = row["Id"].as_str().unwrap_or_default();
-    let mut out = serde_json::Map::new();
-    out.insert(
-        "attributes".into(),
-        json!({"type": object, "url": format!("/services/data/{version}/sobjects/{object}/{id}")}),
-    );
-    for (key, value) in row.as_object().into_iter().flatten() {
-        let wanted = match fields {
-            Some(list) => key == "Id" || list.split(',').any(|f| f.eq_ignore_ascii_case(key)),
-            None => true,
-        };
-        if key != "attributes" && wanted {
-            out.insert(key.clone(), value.clone());
-        }
-    }
-    Value::Object(out)
-}
-
-fn query_param(uri: &http::Uri, name: &str) -> Option<String> {
-    let url = Url::parse(&format!("https://x{}", uri.path_and_query()?.as_str())).ok()?;
-    url.query_pairs()
-        .find(|(k, _)| k == name)
-        .map(|(_, v)| v.into_owned())
-}
-
 impl Backend for SandboxCrm {
     fn send(
         &self,
         request: http::Request<Bytes>,
     ) -> BoxFuture<Result<http::Response<Bytes>, HttpError>> {
         let (status, body) = self.answer(&request);
+        let body = if body.is_null() {
+            Bytes::new()
+        } else {
+            Bytes::from(body.to_string())
+        };
         Box::pin(async move {
             http::Response::builder()
                 .status(status)
                 .header("content-type", "application/json;charset=UTF-8")
                 .header("x-request-id", "sandbox")
-                .body(Bytes::from(body.to_string()))
+                .body(body)
                 .map_err(|e| HttpError::InternalError(Some(e.to_string())))
         })
     }

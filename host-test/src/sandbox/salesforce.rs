@@ -1,0 +1,895 @@
+//! The sandbox's Salesforce: records, describe, a small SOQL evaluator with Salesforce's paging,
+//! creates and updates, all answered in Salesforce's own JSON shapes.
+//!
+//! The SOQL subset is what demo questions need: `SELECT fields (incl. Parent.Field) FROM Object
+//! [WHERE field op value {AND|OR ...}] [ORDER BY field [ASC|DESC]] [LIMIT n]`, `COUNT()`, with
+//! `= != < <= > >= LIKE IN` and the date literals TODAY, THIS_MONTH, NEXT_MONTH, LAST_MONTH,
+//! THIS_YEAR, evaluated against the sandbox's fixed today, [`TODAY`].
+
+use serde_json::{Map, Value, json};
+use std::collections::{BTreeMap, HashMap};
+
+/// The sandbox's "today", so date literals give stable answers.
+pub const TODAY: (i32, u32, u32) = (2026, 11, 21);
+
+/// Page size when the caller sets none (Salesforce's default batch).
+const DEFAULT_BATCH: usize = 2000;
+
+/// Fields Salesforce sets itself.
+const NOT_CREATEABLE: &[&str] = &[
+    "Id",
+    "CreatedDate",
+    "IsClosed",
+    "IsWon",
+    "CaseNumber",
+    "IsConverted",
+];
+
+/// Fields a create must give, per object.
+const REQUIRED: &[(&str, &[&str])] = &[
+    ("Account", &["Name"]),
+    ("Contact", &["LastName"]),
+    ("Lead", &["LastName", "Company"]),
+    ("Opportunity", &["Name", "StageName", "CloseDate"]),
+    ("Task", &["Subject"]),
+    ("Event", &["Subject", "StartDateTime", "EndDateTime"]),
+    ("Case", &["Subject"]),
+];
+
+/// Key prefixes for new ids.
+const KEY_PREFIXES: &[(&str, &str)] = &[
+    ("Account", "001"),
+    ("Contact", "003"),
+    ("Opportunity", "006"),
+    ("Lead", "00Q"),
+    ("Case", "500"),
+    ("Task", "00T"),
+    ("Event", "00U"),
+    ("User", "005"),
+];
+
+/// One tenant's Salesforce data; creates and updates change it for later reads.
+pub struct SalesforceData {
+    objects: BTreeMap<String, Vec<Value>>,
+    /// Result snapshots of queries with more pages, by locator.
+    locators: HashMap<String, Vec<Value>>,
+    counter: u64,
+    batch: usize,
+}
+
+type Answer = (u16, Value);
+
+fn error(status: u16, code: &str, message: &str) -> Answer {
+    (status, json!([{"message": message, "errorCode": code}]))
+}
+
+fn not_found() -> Answer {
+    error(404, "NOT_FOUND", "The requested resource does not exist")
+}
+
+impl SalesforceData {
+    /// From the `salesforce` object of a dataset file.
+    pub fn from_json(value: &Value) -> Self {
+        let objects = value
+            .as_object()
+            .into_iter()
+            .flatten()
+            .map(|(name, rows)| (name.clone(), rows.as_array().cloned().unwrap_or_default()))
+            .collect();
+        SalesforceData {
+            objects,
+            locators: HashMap::new(),
+            counter: 0,
+            batch: DEFAULT_BATCH,
+        }
+    }
+
+    /// Rows per query page (Salesforce's batch size); tests use small pages.
+    #[cfg(test)]
+    pub fn set_batch_size(&mut self, rows: usize) {
+        self.batch = rows.max(1);
+    }
+
+    /// Answers one request; `path` is what follows `/services/data/{version}/`.
+    pub fn answer(
+        &mut self,
+        method: &str,
+        version: &str,
+        path: &[&str],
+        query: Option<&str>,
+        body: &[u8],
+    ) -> Answer {
+        match (method, path) {
+            ("DELETE", _) => error(
+                405,
+                "METHOD_NOT_ALLOWED",
+                "HTTP Method 'DELETE' not allowed: the sandbox never deletes",
+            ),
+            ("GET", ["query"]) => match param(query, "q") {
+                Some(soql) => self.query(version, &soql),
+                None => error(400, "MALFORMED_QUERY", "the q parameter is missing"),
+            },
+            ("GET", ["query", locator]) => self.next_page(version, locator),
+            ("GET", ["sobjects", object, "describe"]) => self.describe(object),
+            ("GET", ["sobjects", object, id]) => {
+                self.get(version, object, id, param(query, "fields").as_deref())
+            }
+            ("POST", ["sobjects", object]) => self.create(object, body),
+            ("PATCH", ["sobjects", object, id]) => self.update(object, id, body),
+            _ => not_found(),
+        }
+    }
+
+    fn rows(&self, object: &str) -> Option<&Vec<Value>> {
+        self.objects.get(object)
+    }
+
+    fn find(&self, object: &str, id: &str) -> Option<&Value> {
+        let short = id.get(..15)?;
+        self.rows(object)?
+            .iter()
+            .find(|r| r["Id"].as_str().and_then(|i| i.get(..15)) == Some(short))
+    }
+
+    /// Every field name the object's rows use, plus the standard ones.
+    fn field_names(&self, object: &str) -> Vec<String> {
+        let mut names: Vec<String> = vec!["Id".into()];
+        for row in self.rows(object).into_iter().flatten() {
+            for key in row.as_object().into_iter().flatten().map(|(k, _)| k) {
+                if key != "attributes" && !names.contains(key) {
+                    names.push(key.clone());
+                }
+            }
+        }
+        for (name, required) in REQUIRED {
+            if *name == object {
+                names.extend(
+                    required
+                        .iter()
+                        .filter(|f| !names.iter().any(|n| n == *f))
+                        .map(|f| f.to_string())
+                        .collect::<Vec<_>>(),
+                );
+            }
+        }
+        names
+    }
+
+    fn has_field(&self, object: &str, field: &str) -> bool {
+        self.field_names(object)
+            .iter()
+            .any(|f| f.eq_ignore_ascii_case(field))
+    }
+
+    fn get(&self, version: &str, object: &str, id: &str, fields: Option<&str>) -> Answer {
+        let Some(row) = self.find(object, id) else {
+            return not_found();
+        };
+        let wanted: Option<Vec<&str>> = fields.map(|f| f.split(',').map(str::trim).collect());
+        if let Some(bad) = wanted.iter().flatten().find(|f| !self.has_field(object, f)) {
+            return invalid_field(bad, object);
+        }
+        let mut out = Map::new();
+        out.insert("attributes".into(), attributes(version, object, row));
+        for (key, value) in row.as_object().into_iter().flatten() {
+            let keep = wanted
+                .as_ref()
+                .is_none_or(|w| key == "Id" || w.iter().any(|f| f.eq_ignore_ascii_case(key)));
+            if key != "attributes" && keep {
+                out.insert(key.clone(), value.clone());
+            }
+        }
+        (200, Value::Object(out))
+    }
+
+    fn describe(&self, object: &str) -> Answer {
+        let Some(prefix) = KEY_PREFIXES
+            .iter()
+            .find(|(o, _)| *o == object)
+            .map(|(_, p)| *p)
+        else {
+            return not_found();
+        };
+        let required: &[&str] = REQUIRED
+            .iter()
+            .find(|(o, _)| *o == object)
+            .map(|(_, r)| *r)
+            .unwrap_or(&[]);
+        let fields: Vec<Value> = self
+            .field_names(object)
+            .into_iter()
+            .map(|name| self.describe_field(object, &name, required.contains(&name.as_str())))
+            .collect();
+        let children: Vec<Value> = match object {
+            "Account" => vec![
+                json!({"childSObject": "Contact", "field": "AccountId", "relationshipName": "Contacts"}),
+                json!({"childSObject": "Opportunity", "field": "AccountId", "relationshipName": "Opportunities"}),
+                json!({"childSObject": "Case", "field": "AccountId", "relationshipName": "Cases"}),
+            ],
+            _ => vec![],
+        };
+        (
+            200,
+            json!({"name": object, "label": object, "labelPlural": object.strip_suffix('y').map_or(format!("{object}s"), |stem| format!("{stem}ies")), "keyPrefix": prefix, "custom": false,
+                   "queryable": true, "createable": object != "User", "updateable": true, "fields": fields, "childRelationships": children}),
+        )
+    }
+
+    /// A field's describe, its type read off its name and values.
+    fn describe_field(&self, object: &str, name: &str, required: bool) -> Value {
+        let sample = self
+            .rows(object)
+            .into_iter()
+            .flatten()
+            .map(|r| &r[name])
+            .find(|v| !v.is_null());
+        let (kind, reference) = field_type(name, sample);
+        let picklist: Vec<Value> = if kind == "picklist" {
+            let mut values: Vec<String> = self
+                .rows(object)
+                .into_iter()
+                .flatten()
+                .filter_map(|r| r[name].as_str().map(str::to_string))
+                .collect();
+            values.sort();
+            values.dedup();
+            values
+                .iter()
+                .map(|v| json!({"value": v, "label": v, "active": true, "defaultValue": false}))
+                .collect()
+        } else {
+            vec![]
+        };
+        // Salesforce sets these itself (Name of people is compound: FirstName + LastName).
+        let system_set = NOT_CREATEABLE.contains(&name)
+            || (name == "Name" && matches!(object, "Contact" | "Lead" | "User"));
+        let createable = !system_set;
+        json!({
+            "name": name, "label": name, "type": kind, "length": if kind == "string" || kind == "picklist" { 255 } else { 0 },
+            "nillable": !required && name != "Id", "createable": createable, "updateable": createable,
+            "custom": name.ends_with("__c"), "calculated": false, "defaultedOnCreate": name == "Id" || name == "CreatedDate" || name == "OwnerId",
+            "picklistValues": picklist,
+            "referenceTo": reference.iter().collect::<Vec<_>>(),
+            "relationshipName": name.strip_suffix("Id").filter(|_| reference.is_some()),
+        })
+    }
+
+    fn create(&mut self, object: &str, body: &[u8]) -> Answer {
+        let Some(prefix) = KEY_PREFIXES
+            .iter()
+            .find(|(o, _)| *o == object)
+            .map(|(_, p)| *p)
+        else {
+            return error(
+                404,
+                "NOT_FOUND",
+                &format!("The requested resource does not exist: sObject type '{object}'"),
+            );
+        };
+        let Ok(Value::Object(fields)) = serde_json::from_slice::<Value>(body) else {
+            return error(400, "JSON_PARSER_ERROR", "the body is not a JSON object");
+        };
+        if let Some(answer) = self.check_fields(object, &fields) {
+            return answer;
+        }
+        let required: &[&str] = REQUIRED
+            .iter()
+            .find(|(o, _)| *o == object)
+            .map(|(_, r)| *r)
+            .unwrap_or(&[]);
+        let missing: Vec<&str> = required
+            .iter()
+            .copied()
+            .filter(|f| fields.get(*f).is_none_or(Value::is_null))
+            .collect();
+        if !missing.is_empty() {
+            return (
+                400,
+                json!([{"message": format!("Required fields are missing: [{}]", missing.join(", ")), "errorCode": "REQUIRED_FIELD_MISSING", "fields": missing}]),
+            );
+        }
+        self.counter += 1;
+        let org = self.org_part();
+        let id = with_checksum(&format!(
+            "{prefix}{org}{:0>width$}",
+            self.counter + 900,
+            width = 15 - 3 - org.len()
+        ));
+        let mut row = fields;
+        row.insert("attributes".into(), json!({"type": object}));
+        row.insert("Id".into(), id.clone().into());
+        row.insert("CreatedDate".into(), "2026-11-21T09:00:00.000+0000".into());
+        self.objects
+            .entry(object.to_string())
+            .or_default()
+            .push(Value::Object(row));
+        (201, json!({"id": id, "success": true, "errors": []}))
+    }
+
+    fn update(&mut self, object: &str, id: &str, body: &[u8]) -> Answer {
+        let Ok(Value::Object(fields)) = serde_json::from_slice::<Value>(body) else {
+            return error(400, "JSON_PARSER_ERROR", "the body is not a JSON object");
+        };
+        if self.find(object, id).is_none() {
+            return not_found();
+        }
+        if let Some(answer) = self.check_fields(object, &fields) {
+            return answer;
+        }
+        let short = id.get(..15).unwrap_or(id).to_string();
+        let row = self
+            .objects
+            .get_mut(object)
+            .and_then(|rows| {
+                rows.iter_mut()
+                    .find(|r| r["Id"].as_str().and_then(|i| i.get(..15)) == Some(short.as_str()))
+            })
+            .and_then(Value::as_object_mut)
+            .expect("found above");
+        row.extend(fields);
+        (204, Value::Null)
+    }
+
+    /// Unknown or system fields in a write.
+    fn check_fields(&self, object: &str, fields: &Map<String, Value>) -> Option<Answer> {
+        if let Some(bad) = fields
+            .keys()
+            .find(|k| NOT_CREATEABLE.iter().any(|n| n.eq_ignore_ascii_case(k)))
+        {
+            return Some((
+                400,
+                json!([{"message": format!("Unable to create/update fields: {bad}. Please check the security settings of this field and verify that it is read/write for your profile or permission set."), "errorCode": "INVALID_FIELD_FOR_INSERT_UPDATE", "fields": [bad]}]),
+            ));
+        }
+        fields
+            .keys()
+            .find(|k| !self.has_field(object, k))
+            .map(|bad| invalid_field(bad, object))
+    }
+
+    /// The org part of this tenant's ids (characters 4 to 7 of any id).
+    fn org_part(&self) -> String {
+        self.objects
+            .values()
+            .flatten()
+            .find_map(|r| {
+                r["Id"]
+                    .as_str()
+                    .and_then(|i| i.get(3..7))
+                    .map(str::to_string)
+            })
+            .unwrap_or_else(|| "0000".into())
+    }
+
+    fn query(&mut self, version: &str, soql: &str) -> Answer {
+        let parsed = match Select::parse(soql) {
+            Ok(parsed) => parsed,
+            Err(why) => return error(400, "MALFORMED_QUERY", &why),
+        };
+        let Some(rows) = self.rows(&parsed.object) else {
+            return error(
+                400,
+                "INVALID_TYPE",
+                &format!("sObject type '{}' is not supported.", parsed.object),
+            );
+        };
+        for field in parsed
+            .fields
+            .iter()
+            .chain(parsed.conditions.iter().flatten().map(|c| &c.field))
+        {
+            let root = field.split('.').next().unwrap_or(field);
+            let known = if field.contains('.') {
+                self.has_field(&parsed.object, &format!("{root}Id"))
+            } else {
+                self.has_field(&parsed.object, field)
+            };
+            if !known {
+                return invalid_field(field, &parsed.object);
+            }
+        }
+        let mut matched: Vec<&Value> = rows.iter().filter(|r| parsed.matches(r)).collect();
+        if let Some((field, descending)) = &parsed.order_by {
+            matched.sort_by(|a, b| compare(&a[field.as_str()], &b[field.as_str()]));
+            if *descending {
+                matched.reverse();
+            }
+        }
+        if let Some(limit) = parsed.limit {
+            matched.truncate(limit);
+        }
+        if parsed.count_only {
+            return (
+                200,
+                json!({"totalSize": matched.len(), "done": true, "records": []}),
+            );
+        }
+        let records: Vec<Value> = matched
+            .iter()
+            .map(|row| self.project(version, &parsed, row))
+            .collect();
+        self.page(version, records, 0, None)
+    }
+
+    /// The rows of a result from `offset`, with a `nextRecordsUrl` when more remain.
+    fn page(
+        &mut self,
+        version: &str,
+        records: Vec<Value>,
+        offset: usize,
+        locator: Option<String>,
+    ) -> Answer {
+        let total = records.len();
+        let end = (offset + self.batch).min(total);
+        let page: Vec<Value> = records[offset.min(total)..end].to_vec();
+        let mut answer = json!({"totalSize": total, "done": end >= total, "records": page});
+        if end < total {
+            let locator = locator.unwrap_or_else(|| {
+                self.counter += 1;
+                format!("01gSANDBOX{:08}", self.counter)
+            });
+            answer["nextRecordsUrl"] =
+                format!("/services/data/{version}/query/{locator}-{end}").into();
+            self.locators.insert(locator, records);
+        }
+        (200, answer)
+    }
+
+    fn next_page(&mut self, version: &str, segment: &str) -> Answer {
+        let parsed = segment
+            .split_once('-')
+            .and_then(|(l, o)| Some((l.to_string(), o.parse::<usize>().ok()?)));
+        match parsed.and_then(|(locator, offset)| {
+            Some((self.locators.get(&locator)?.clone(), locator, offset))
+        }) {
+            Some((records, locator, offset)) => self.page(version, records, offset, Some(locator)),
+            None => error(400, "INVALID_QUERY_LOCATOR", "invalid query locator"),
+        }
+    }
+
+    /// One result row: attributes, the selected fields, and parents as nested records.
+    fn project(&self, version: &str, select: &Select, row: &Value) -> Value {
+        let mut out = Map::new();
+        out.insert(
+            "attributes".into(),
+            attributes(version, &select.object, row),
+        );
+        for field in &select.fields {
+            match field.split_once('.') {
+                Some((relation, parent_field)) => {
+                    let parent_object = if relation == "Owner" {
+                        "User"
+                    } else {
+                        relation
+                    };
+                    let parent = row[format!("{relation}Id").as_str()]
+                        .as_str()
+                        .and_then(|id| self.find(parent_object, id));
+                    let entry = out.entry(relation.to_string()).or_insert(Value::Null);
+                    if let Some(parent) = parent {
+                        if entry.is_null() {
+                            *entry =
+                                json!({"attributes": attributes(version, parent_object, parent)});
+                        }
+                        entry[parent_field] = parent[parent_field].clone();
+                    }
+                }
+                None => {
+                    let key = row
+                        .as_object()
+                        .and_then(|o| o.keys().find(|k| k.eq_ignore_ascii_case(field)).cloned())
+                        .unwrap_or(field.clone());
+                    out.insert(key.clone(), row[key.as_str()].clone());
+                }
+            }
+        }
+        Value::Object(out)
+    }
+}
+
+fn invalid_field(field: &str, object: &str) -> Answer {
+    error(
+        400,
+        "INVALID_FIELD",
+        &format!(
+            "No such column '{field}' on entity '{object}'. If you are attempting to use a custom field, be sure to append the '__c' after the custom field name."
+        ),
+    )
+}
+
+fn attributes(version: &str, object: &str, row: &Value) -> Value {
+    let id = row["Id"].as_str().unwrap_or_default();
+    json!({"type": object, "url": format!("/services/data/{version}/sobjects/{object}/{id}")})
+}
+
+fn param(query: Option<&str>, name: &str) -> Option<String> {
+    url::form_urlencoded::parse(query?.as_bytes())
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.into_owned())
+}
+
+/// A field's describe type and lookup target, from its name and a sample value.
+fn field_type(name: &str, sample: Option<&Value>) -> (&'static str, Option<String>) {
+    let reference = |target: &str| ("reference", Some(target.to_string()));
+    match name {
+        "Id" => ("id", None),
+        "OwnerId" => reference("User"),
+        "AccountId" => reference("Account"),
+        "ContactId" | "WhoId" => reference("Contact"),
+        "WhatId" => reference("Opportunity"),
+        "Amount" | "AnnualRevenue" => ("currency", None),
+        "Probability" => ("percent", None),
+        "Email" => ("email", None),
+        "Phone" => ("phone", None),
+        "Website" => ("url", None),
+        "StageName" | "Industry" | "Status" | "Type" | "Priority" | "Origin" | "LeadSource"
+        | "Rating" => ("picklist", None),
+        _ => match sample {
+            Some(Value::Bool(_)) => ("boolean", None),
+            Some(Value::Number(n)) if n.is_i64() => ("int", None),
+            Some(Value::Number(_)) => ("double", None),
+            Some(Value::String(s)) if s.len() == 10 && s.as_bytes()[4] == b'-' => ("date", None),
+            Some(Value::String(s))
+                if s.len() > 10 && s.as_bytes()[4] == b'-' && s.as_bytes()[10] == b'T' =>
+            {
+                ("datetime", None)
+            }
+            _ => ("string", None),
+        },
+    }
+}
+
+/// Appends Salesforce's 3-character checksum to a 15-character id.
+fn with_checksum(body: &str) -> String {
+    const ALPHABET: &[u8; 32] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ012345";
+    let suffix: String = body
+        .as_bytes()
+        .chunks(5)
+        .map(|c| {
+            ALPHABET[c
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| b.is_ascii_uppercase())
+                .fold(0, |a, (i, _)| a | (1 << i))] as char
+        })
+        .collect();
+    format!("{body}{suffix}")
+}
+
+/// Orders JSON values: numbers numerically, everything else as text.
+fn compare(a: &Value, b: &Value) -> std::cmp::Ordering {
+    match (a.as_f64(), b.as_f64()) {
+        (Some(x), Some(y)) => x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal),
+        _ => text(a).cmp(&text(b)),
+    }
+}
+
+fn text(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.to_ascii_lowercase(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// A parsed `SELECT` of the sandbox's subset.
+#[derive(Debug)]
+struct Select {
+    fields: Vec<String>,
+    object: String,
+    count_only: bool,
+    /// OR of AND groups.
+    conditions: Vec<Vec<Condition>>,
+    order_by: Option<(String, bool)>,
+    limit: Option<usize>,
+}
+
+#[derive(Debug)]
+struct Condition {
+    field: String,
+    op: String,
+    value: Literal,
+}
+
+#[derive(Debug)]
+enum Literal {
+    Scalar(Value),
+    List(Vec<Value>),
+    /// A date range [start, end) from a date literal.
+    Range(String, String),
+}
+
+/// Splits SOQL into words, keeping quoted strings and `(`, `)`, `,` and operators apart.
+fn tokens(soql: &str) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    let mut chars = soql.chars().peekable();
+    while let Some(&c) = chars.peek() {
+        if c.is_whitespace() {
+            chars.next();
+        } else if c == '\'' {
+            chars.next();
+            let mut s = String::from("'");
+            loop {
+                match chars.next() {
+                    Some('\\') => s.extend(chars.next()),
+                    Some('\'') => break,
+                    Some(ch) => s.push(ch),
+                    None => return Err("unterminated string".into()),
+                }
+            }
+            out.push(s);
+        } else if "(),".contains(c) {
+            out.push(chars.next().unwrap().to_string());
+        } else if "=<>!".contains(c) {
+            let mut op = chars.next().unwrap().to_string();
+            if chars.peek().is_some_and(|n| *n == '=' || *n == '>') {
+                op.push(chars.next().unwrap());
+            }
+            out.push(op);
+        } else {
+            let mut word = String::new();
+            while let Some(&ch) = chars.peek() {
+                if ch.is_whitespace() || "(),=<>!'".contains(ch) {
+                    break;
+                }
+                word.push(ch);
+                chars.next();
+            }
+            out.push(word);
+        }
+    }
+    Ok(out)
+}
+
+impl Select {
+    fn parse(soql: &str) -> Result<Self, String> {
+        let tokens = tokens(soql)?;
+        let upper: Vec<String> = tokens.iter().map(|t| t.to_ascii_uppercase()).collect();
+        let at = |word: &str| upper.iter().position(|t| t == word);
+        if upper.first().map(String::as_str) != Some("SELECT") {
+            return Err("the sandbox answers SELECT queries only".into());
+        }
+        let from = at("FROM").ok_or("unexpected token: missing FROM")?;
+        let select: Vec<&String> = tokens[1..from].iter().filter(|t| *t != ",").collect();
+        let count_only = upper[1..from].join("") == "COUNT()";
+        let object = tokens.get(from + 1).ok_or("FROM needs an object")?.clone();
+        let clause_end = |start: usize| {
+            upper[start..]
+                .iter()
+                .position(|t| matches!(t.as_str(), "WHERE" | "ORDER" | "LIMIT"))
+                .map_or(upper.len(), |p| p + start)
+        };
+        let mut conditions = Vec::new();
+        if let Some(w) = at("WHERE") {
+            let end = clause_end(w + 1);
+            conditions = parse_conditions(&tokens[w + 1..end])?;
+        }
+        let order_by = match at("ORDER") {
+            Some(o) if upper.get(o + 1).map(String::as_str) == Some("BY") => {
+                let field = tokens.get(o + 2).ok_or("ORDER BY needs a field")?.clone();
+                Some((field, upper.get(o + 3).map(String::as_str) == Some("DESC")))
+            }
+            Some(_) => return Err("expected BY after ORDER".into()),
+            None => None,
+        };
+        let limit = match at("LIMIT") {
+            Some(l) => Some(
+                tokens
+                    .get(l + 1)
+                    .and_then(|n| n.parse().ok())
+                    .ok_or("LIMIT needs a number")?,
+            ),
+            None => None,
+        };
+        if !count_only
+            && (select.is_empty() || select.iter().any(|f| f.contains('(') || f.starts_with('(')))
+        {
+            return Err("the sandbox answers plain field lists and COUNT() only".into());
+        }
+        Ok(Select {
+            fields: if count_only {
+                vec![]
+            } else {
+                select.into_iter().cloned().collect()
+            },
+            object,
+            count_only,
+            conditions,
+            order_by,
+            limit,
+        })
+    }
+
+    fn matches(&self, row: &Value) -> bool {
+        self.conditions.is_empty()
+            || self
+                .conditions
+                .iter()
+                .any(|group| group.iter().all(|c| c.holds(row)))
+    }
+}
+
+fn parse_conditions(tokens: &[String]) -> Result<Vec<Vec<Condition>>, String> {
+    let mut groups = vec![Vec::new()];
+    let mut i = 0;
+    while i < tokens.len() {
+        let word = tokens[i].to_ascii_uppercase();
+        if word == "AND" {
+            i += 1;
+            continue;
+        }
+        if word == "OR" {
+            groups.push(Vec::new());
+            i += 1;
+            continue;
+        }
+        let field = tokens[i].clone();
+        let op = tokens
+            .get(i + 1)
+            .ok_or("a condition needs an operator")?
+            .to_ascii_uppercase();
+        let (value, used) = if op == "IN" {
+            let close = tokens[i + 2..]
+                .iter()
+                .position(|t| t == ")")
+                .ok_or("IN needs a closing parenthesis")?;
+            let list = tokens[i + 3..i + 2 + close]
+                .iter()
+                .filter(|t| *t != ",")
+                .map(|t| literal(t))
+                .collect::<Result<Vec<_>, _>>()?;
+            (
+                Literal::List(
+                    list.into_iter()
+                        .filter_map(|l| match l {
+                            Literal::Scalar(v) => Some(v),
+                            _ => None,
+                        })
+                        .collect(),
+                ),
+                close + 3,
+            )
+        } else {
+            (
+                literal(tokens.get(i + 2).ok_or("a condition needs a value")?)?,
+                3,
+            )
+        };
+        if !["=", "!=", "<>", "<", "<=", ">", ">=", "LIKE", "IN"].contains(&op.as_str()) {
+            return Err(format!("unexpected token: '{op}'"));
+        }
+        groups
+            .last_mut()
+            .expect("never empty")
+            .push(Condition { field, op, value });
+        i += used;
+    }
+    Ok(groups)
+}
+
+fn literal(token: &str) -> Result<Literal, String> {
+    if let Some(s) = token.strip_prefix('\'') {
+        return Ok(Literal::Scalar(Value::String(s.to_string())));
+    }
+    let upper = token.to_ascii_uppercase();
+    match upper.as_str() {
+        "TRUE" => return Ok(Literal::Scalar(Value::Bool(true))),
+        "FALSE" => return Ok(Literal::Scalar(Value::Bool(false))),
+        "NULL" => return Ok(Literal::Scalar(Value::Null)),
+        _ => {}
+    }
+    if let Some(range) = date_literal(&upper) {
+        return Ok(range);
+    }
+    if let Ok(n) = token.parse::<f64>() {
+        return Ok(Literal::Scalar(json!(n)));
+    }
+    if token.len() >= 10 && token.as_bytes()[4] == b'-' {
+        return Ok(Literal::Scalar(Value::String(token.to_string())));
+    }
+    Err(format!("unexpected token: '{token}'"))
+}
+
+/// Date literals as [start, end) ranges around [`TODAY`].
+fn date_literal(word: &str) -> Option<Literal> {
+    let (y, m, d) = TODAY;
+    let month = |y: i32, m: u32| format!("{y:04}-{m:02}-01");
+    let next = |y: i32, m: u32| if m == 12 { (y + 1, 1) } else { (y, m + 1) };
+    let prev = |y: i32, m: u32| if m == 1 { (y - 1, 12) } else { (y, m - 1) };
+    let (start, end) = match word {
+        "TODAY" => (
+            format!("{y:04}-{m:02}-{d:02}"),
+            format!("{y:04}-{m:02}-{:02}", d + 1),
+        ),
+        "THIS_MONTH" => (month(y, m), {
+            let (ny, nm) = next(y, m);
+            month(ny, nm)
+        }),
+        "NEXT_MONTH" => {
+            let (ny, nm) = next(y, m);
+            let (ay, am) = next(ny, nm);
+            (month(ny, nm), month(ay, am))
+        }
+        "LAST_MONTH" => {
+            let (py, pm) = prev(y, m);
+            (month(py, pm), month(y, m))
+        }
+        "THIS_YEAR" => (format!("{y:04}-01-01"), format!("{:04}-01-01", y + 1)),
+        _ => return None,
+    };
+    Some(Literal::Range(start, end))
+}
+
+impl Condition {
+    fn holds(&self, row: &Value) -> bool {
+        let actual = &row[self.field.as_str()];
+        match &self.value {
+            Literal::Range(start, end) => {
+                let Some(value) = actual.as_str() else {
+                    return false;
+                };
+                let day = &value[..value.len().min(10)];
+                match self.op.as_str() {
+                    "=" => day >= start.as_str() && day < end.as_str(),
+                    "!=" | "<>" => !(day >= start.as_str() && day < end.as_str()),
+                    "<" => day < start.as_str(),
+                    "<=" => day < end.as_str(),
+                    ">" => day >= end.as_str(),
+                    ">=" => day >= start.as_str(),
+                    _ => false,
+                }
+            }
+            Literal::List(values) => values.iter().any(|v| compare(actual, v).is_eq()),
+            Literal::Scalar(expected) => {
+                let order = compare(actual, expected);
+                match self.op.as_str() {
+                    "=" => {
+                        if expected.is_null() {
+                            actual.is_null()
+                        } else {
+                            order.is_eq()
+                        }
+                    }
+                    "!=" | "<>" => {
+                        if expected.is_null() {
+                            !actual.is_null()
+                        } else {
+                            !order.is_eq()
+                        }
+                    }
+                    "<" => !actual.is_null() && order.is_lt(),
+                    "<=" => !actual.is_null() && order.is_le(),
+                    ">" => !actual.is_null() && order.is_gt(),
+                    ">=" => !actual.is_null() && order.is_ge(),
+                    "LIKE" => like(&text(actual), &text(expected)),
+                    _ => false,
+                }
+            }
+        }
+    }
+}
+
+/// `LIKE` with `%` wildcards, case-insensitive.
+fn like(value: &str, pattern: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('%').collect();
+    let mut rest = value;
+    for (i, part) in parts.iter().enumerate() {
+        if i == 0 {
+            let Some(r) = rest.strip_prefix(part) else {
+                return false;
+            };
+            rest = r;
+        } else if i == parts.len() - 1 {
+            return rest.ends_with(part);
+        } else {
+            let Some(at) = rest.find(part) else {
+                return false;
+            };
+            rest = &rest[at + part.len()..];
+        }
+    }
+    rest.is_empty()
+}
+
+#[cfg(test)]
+mod tests;
