@@ -268,7 +268,9 @@ fn from_error_code(code: ErrorCode, timeout: Duration) -> TransportError {
         ErrorCode::ConnectionReadTimeout | ErrorCode::HttpResponseTimeout => {
             TransportError::Timeout(timeout)
         }
-        ErrorCode::HttpResponseBodySize(_) => TransportError::ResponseTooLarge { limit: 0 },
+        ErrorCode::HttpResponseBodySize(size) => TransportError::ResponseTooLarge {
+            limit: size.map_or(usize::MAX, |s| s as usize),
+        },
         other => TransportError::Interrupted(format!("{other:?}")),
     }
 }

@@ -29,6 +29,19 @@ pub fn parse_errors(body: &[u8]) -> Vec<SalesforceError> {
         .unwrap_or_default()
 }
 
+/// Parses a success answer's JSON body, or says Salesforce sent something unexpected.
+pub fn parse_answer<T: serde::de::DeserializeOwned>(
+    response: &Response,
+    what: &str,
+) -> Result<T, ToolError> {
+    serde_json::from_slice(&response.body).map_err(|err| {
+        ToolError::CrmError(
+            json!({"crm": "salesforce", "status": response.status, "error": format!("{what} was not the expected JSON: {err}")})
+                .to_string(),
+        )
+    })
+}
+
 /// Maps a non-success response. `subject` names what the call was about (e.g. "Account
 /// 001...") for not-found messages.
 pub fn map_error(response: &Response, subject: &str) -> ToolError {

@@ -1,7 +1,7 @@
 //! `crmb_run_soql_query`: validated SOQL, safe paging with opaque cursors, an inline byte
 //! budget, and large results streamed to a JSON Lines file page by page.
 
-use super::errors::map_error;
+use super::errors::{map_error, parse_answer};
 use super::record_url::InstanceUrl;
 use super::records::map_record;
 use super::soql::{self, ValidatedQuery};
@@ -219,12 +219,7 @@ impl Pager<'_> {
                 &format!("result for the query on {}", self.query.object()),
             ));
         }
-        serde_json::from_slice(&response.body).map_err(|err| {
-            ToolError::CrmError(
-                json!({"crm": "salesforce", "status": response.status, "error": format!("the query answer was not a result page: {err}")})
-                    .to_string(),
-            )
-        })
+        parse_answer(&response, "the query answer")
     }
 
     /// The page's continuation, refusing an unsafe `nextRecordsUrl`.

@@ -1,14 +1,14 @@
 //! The `crmb_*` tools.
 
 use super::describe::{FieldFilter, RawDescribe, compact};
-use super::errors::map_error;
+use super::errors::{map_error, parse_answer};
 use super::fields::FieldValues;
 use super::ids::{ApiName, SalesforceId};
 use super::query::{self, QueryRequest};
 use super::record_url::InstanceUrl;
 use super::records::map_record;
 use crate::error::ToolError;
-use crate::http::{Effect, Method, Request, Response};
+use crate::http::{Effect, Method, Request};
 use crate::proxy;
 use crate::tools::{Session, Tool};
 use schemars::JsonSchema;
@@ -134,35 +134,13 @@ impl Tool for GetRecord {
             let subject = format!("{} record {}", input.object, input.record_id);
             return Err(map_error(&response, &subject));
         }
-        let mut record: Value = serde_json::from_slice(&response.body).map_err(|err| {
-            ToolError::CrmError(
-                json!({"crm": "salesforce", "status": response.status, "error": format!("the record was not valid JSON: {err}")})
-                    .to_string(),
-            )
-        })?;
-        if !record.is_object() {
-            return Err(ToolError::CrmError(
-                json!({"crm": "salesforce", "status": response.status, "error": "the record was not a JSON object"}).to_string(),
-            ));
-        }
+        let record: serde_json::Map<String, Value> = parse_answer(&response, "the record")?;
+        let mut record = Value::Object(record);
         map_record(&mut record, instance.as_ref());
         let record_url =
             instance.map(|i| i.record_url(&input.object, &input.record_id).to_string());
         Ok(json!({"record": record, "record_url": record_url}))
     }
-}
-
-/// Parses a JSON answer body, or says the CRM sent something unexpected.
-fn json_body<T: serde::de::DeserializeOwned>(
-    response: &Response,
-    what: &str,
-) -> Result<T, ToolError> {
-    serde_json::from_slice(&response.body).map_err(|err| {
-        ToolError::CrmError(
-            json!({"crm": "salesforce", "status": response.status, "error": format!("{what} was not the expected JSON: {err}")})
-                .to_string(),
-        )
-    })
 }
 
 /// Input of `crmb_run_soql_query`.
@@ -250,7 +228,7 @@ impl Tool for GetObjectFields {
         if !response.is_success() {
             return Err(map_error(&response, &format!("object {}", input.object)));
         }
-        let raw: RawDescribe = json_body(&response, "the describe answer")?;
+        let raw: RawDescribe = parse_answer(&response, "the describe answer")?;
         let filter = FieldFilter {
             name_contains: input.name_contains.filter(|s| !s.trim().is_empty()),
             custom_only: input.custom_only,
@@ -311,7 +289,7 @@ impl Tool for CreateRecord {
         if !response.is_success() {
             return Err(map_error(&response, &format!("object {}", input.object)));
         }
-        let answer: CreateAnswer = json_body(&response, "the create answer").map_err(|_| {
+        let answer: CreateAnswer = parse_answer(&response, "the create answer").map_err(|_| {
             ToolError::OutcomeUnknown(format!(
                 "Salesforce answered {} to the create of a {} but without a readable record id; \
                  check with crmb_run_soql_query whether it exists before creating it again",
