@@ -3,7 +3,7 @@
 
 use crm_host::backend::NetworkBackend;
 use crm_host::hooks::Credential;
-use crm_host::sandbox::{SANDBOX_INSTANCE_URL, SandboxCrm};
+use crm_host::sandbox::SandboxCrm;
 use crm_host::{AuditLog, Backend, CallError, CallRequest, Host, HostLimits, Runtime, TenantSpec};
 use serde_json::{Value, json};
 use std::process::ExitCode;
@@ -178,7 +178,7 @@ async fn run(options: Options) -> Result<ExitCode, String> {
                 let instance = options
                     .instance_url
                     .clone()
-                    .unwrap_or_else(|| SANDBOX_INSTANCE_URL.into());
+                    .unwrap_or_else(|| SandboxCrm::instance_url(&options.tenant));
                 let mut spec = SandboxCrm::tenant_spec(&options.tenant);
                 spec.settings = std::env::vars()
                     .filter(|(k, _)| k.starts_with("CRM_") && k != "CRM_PROXY_BASE")

@@ -3,7 +3,7 @@
 
 use crm_host::audit::AuditEvent;
 use crm_host::hooks::Credential;
-use crm_host::sandbox::{SANDBOX_INSTANCE_URL, SandboxCrm};
+use crm_host::sandbox::SandboxCrm;
 use crm_host::stub::{Fault, Recorded, Reply, StubBackend};
 use crm_host::{
     AuditLog, CallError, CallRequest, Host, HostLimits, PluginVersion, Runtime, TenantSpec,
@@ -416,7 +416,7 @@ async fn the_sandbox_serves_each_tenant_only_its_own_data() {
         "crmb_get_record",
         json!({"object": "Account", "record_id": acme_account}),
     );
-    request.instance_url = Some(SANDBOX_INSTANCE_URL.into());
+    request.instance_url = Some(SandboxCrm::instance_url("acme"));
     let out: Value = serde_json::from_str(&host.call(request.clone()).await.unwrap()).unwrap();
     assert_eq!(out["record"]["Name"], "Acme Energy");
 
@@ -768,7 +768,7 @@ async fn the_sandbox_answers_all_six_crmb_tools() {
         .unwrap();
     let run = |tool: &str, input: Value| {
         let mut request = call("acme", tool, input);
-        request.instance_url = Some(SANDBOX_INSTANCE_URL.into());
+        request.instance_url = Some(SandboxCrm::instance_url("acme"));
         host.call(request)
     };
     let open = output(run("crmb_run_soql_query", json!({"query": "SELECT Id, Name, Amount, CloseDate, Account.Name FROM Opportunity WHERE IsClosed = false AND CloseDate = THIS_MONTH ORDER BY Amount DESC"})).await);

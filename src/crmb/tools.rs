@@ -45,7 +45,7 @@ fn check_prefix(object: &ApiName, id: &SalesforceId) -> Result<(), ToolError> {
     }
 }
 
-/// Input of `crmb_generate_record_url`.
+/// A Salesforce record, by object API name and record id.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecordRef {
@@ -73,7 +73,7 @@ impl Tool for GenerateRecordUrl {
     }
 }
 
-/// Input of `crmb_get_record`.
+/// The record to fetch and, optionally, which fields to return.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct GetRecordInput {
@@ -143,7 +143,7 @@ impl Tool for GetRecord {
     }
 }
 
-/// Input of `crmb_run_soql_query`.
+/// A read-only SOQL query and how much of its result to return in this call.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RunQueryInput {
@@ -184,7 +184,7 @@ impl Tool for RunSoqlQuery {
     }
 }
 
-/// Input of `crmb_get_object_fields`.
+/// The object to describe and optional filters to keep the answer short.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ObjectFieldsInput {
@@ -239,7 +239,7 @@ impl Tool for GetObjectFields {
     }
 }
 
-/// Input of `crmb_create_record`.
+/// The object to create a record of and its field values.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateRecordInput {
@@ -306,7 +306,7 @@ impl Tool for CreateRecord {
     }
 }
 
-/// Input of `crmb_update_record`.
+/// The record to change and the new field values.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateRecordInput {

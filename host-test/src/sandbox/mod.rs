@@ -20,8 +20,6 @@ use wasmtime_wasi_http::Error as HttpError;
 
 /// The sandbox broker's base URL (a reserved `.test` name: it never resolves).
 pub const SANDBOX_PROXY_BASE: &str = "https://broker.sandbox.crm-plugin.test";
-/// The Salesforce org URL of the sandbox tenants, for record links.
-pub const SANDBOX_INSTANCE_URL: &str = "https://acme-sandbox.my.salesforce.com";
 
 /// The sandbox tenants and their data sets.
 const DATASETS: &[(&str, &str)] = &[
@@ -65,6 +63,11 @@ impl SandboxCrm {
     /// The tenants the sandbox knows.
     pub fn tenants() -> impl Iterator<Item = &'static str> {
         DATASETS.iter().map(|(tenant, _)| *tenant)
+    }
+
+    /// The sandbox tenant's Salesforce org URL (My Domain form), for record links.
+    pub fn instance_url(tenant: &str) -> String {
+        format!("https://{tenant}-sandbox.my.salesforce.com")
     }
 
     /// A tenant registration pointing at the sandbox, with the sandbox's credential for it.
