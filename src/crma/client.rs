@@ -1,0 +1,83 @@
+//! One HubSpot call: scopes checked first, then sent, then errors mapped and JSON parsed.
+
+use super::errors::map_error;
+use super::scopes::{Operation, check};
+use crate::error::ToolError;
+use crate::http::{Effect, Method, Request};
+use crate::proxy;
+use crate::tools::Session;
+use serde_json::{Value, json};
+
+/// A HubSpot request as data: what it does (for the scope check), how, where and with what.
+pub struct Call<'a> {
+    pub operation: Operation,
+    pub method: Method,
+    pub effect: Effect,
+    pub path: Vec<&'a str>,
+    pub query: Vec<(&'a str, String)>,
+    pub body: Option<Value>,
+    /// Named in not-found messages.
+    pub subject: String,
+}
+
+impl<'a> Call<'a> {
+    pub fn get(operation: Operation, path: Vec<&'a str>, subject: impl Into<String>) -> Self {
+        Call {
+            operation,
+            method: Method::Get,
+            effect: Effect::Read,
+            path,
+            query: Vec::new(),
+            body: None,
+            subject: subject.into(),
+        }
+    }
+
+    pub fn with_query(mut self, query: Vec<(&'a str, String)>) -> Self {
+        self.query = query;
+        self
+    }
+
+    pub fn with_body(mut self, method: Method, effect: Effect, body: Value) -> Self {
+        self.method = method;
+        self.effect = effect;
+        self.body = Some(body);
+        self
+    }
+}
+
+/// Checks the scopes (nothing is sent when they fall short), sends, and returns the JSON
+/// answer (`null` for a 204).
+pub fn send(session: &mut Session<'_>, call: Call<'_>) -> Result<Value, ToolError> {
+    check(&session.ctx.granted_scopes, &call.operation)?;
+    let config = session.config()?;
+    let query: Vec<(&str, &str)> = call.query.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let url = proxy::crm_a(config, &call.path, &query);
+    let request = match &call.body {
+        Some(body) => Request::json(call.method, url, call.effect, body),
+        None => Request {
+            method: call.method,
+            url,
+            effect: call.effect,
+            body: None,
+        },
+    };
+    let response = session.send(&request)?;
+    if !response.is_success() {
+        return Err(map_error(&response, &session.ctx.granted_scopes, &call.subject));
+    }
+    if response.status == 204 || response.body.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Value::Null);
+    }
+    serde_json::from_slice(&response.body).map_err(|err| {
+        let problem = json!({"crm": "hubspot", "status": response.status, "error": format!("the answer was not JSON: {err}")});
+        match call.effect {
+            // A write whose answer cannot be read may still have happened.
+            Effect::Write => ToolError::OutcomeUnknown(format!(
+                "HubSpot answered {} but the answer could not be read; check {} in HubSpot before redoing the change",
+                response.status, call.subject
+            )),
+            Effect::Read => ToolError::CrmError(problem.to_string()),
+        }
+    })
+}

@@ -1,0 +1,340 @@
+//! The `crma_*` tools. Each builds its HubSpot call as data and sends it through
+//! [`client::send`], which checks the granted scopes first.
+
+use super::client::{self, Call};
+use super::scopes::Operation;
+use super::search::{self, FilterGroup, Search, Sort};
+use super::types::{ObjectType, PropertyName, RecordId};
+use crate::error::ToolError;
+use crate::http::{Effect, Method};
+use crate::tools::{Session, Tool};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+
+/// Property name → value for writes. HubSpot stores every value as a string; numbers and
+/// booleans are sent as their text, null clears the property.
+#[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
+#[serde(transparent)]
+pub struct PropertyValues(BTreeMap<PropertyName, Value>);
+
+impl PropertyValues {
+    fn to_wire(&self) -> Result<Map<String, Value>, ToolError> {
+        self.0
+            .iter()
+            .map(|(name, value)| {
+                let text = match value {
+                    Value::String(s) => s.clone(),
+                    Value::Number(n) => n.to_string(),
+                    Value::Bool(b) => b.to_string(),
+                    Value::Null => String::new(),
+                    _ => {
+                        return Err(ToolError::invalid(format!(
+                            "property {}: values must be a string, number, boolean or null (multi-select as \"a;b\")",
+                            name.as_str()
+                        )));
+                    }
+                };
+                Ok((name.as_str().to_string(), Value::String(text)))
+            })
+            .collect()
+    }
+}
+
+/// A record to associate with.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AssociationInput {
+    /// contacts, companies or deals (or another type with a default association).
+    pub to_object_type: ObjectType,
+    pub to_record_id: RecordId,
+}
+
+/// HubSpot's default (HUBSPOT_DEFINED) association type ids, from HubSpot's associations guide.
+pub fn default_association_type(from: &ObjectType, to: &ObjectType) -> Option<u32> {
+    use ObjectType::*;
+    Some(match (from, to) {
+        (Notes, Contacts) => 202,
+        (Notes, Companies) => 190,
+        (Notes, Deals) => 214,
+        (Calls, Contacts) => 194,
+        (Calls, Companies) => 182,
+        (Calls, Deals) => 206,
+        (Emails, Contacts) => 198,
+        (Emails, Companies) => 186,
+        (Emails, Deals) => 210,
+        (Meetings, Contacts) => 200,
+        (Meetings, Companies) => 188,
+        (Meetings, Deals) => 212,
+        (Tasks, Contacts) => 204,
+        (Tasks, Companies) => 192,
+        (Tasks, Deals) => 216,
+        (Contacts, Companies) => 279,
+        (Companies, Contacts) => 280,
+        (Deals, Contacts) => 3,
+        (Contacts, Deals) => 4,
+        (Deals, Companies) => 341,
+        (Companies, Deals) => 342,
+        _ => return None,
+    })
+}
+
+fn associations_body(from: &ObjectType, list: &[AssociationInput]) -> Result<Vec<Value>, ToolError> {
+    list.iter()
+        .map(|a| {
+            let type_id = default_association_type(from, &a.to_object_type).ok_or_else(|| {
+                ToolError::invalid(format!(
+                    "no default association from {from} to {}: create the record first, then use crma_create_association",
+                    a.to_object_type
+                ))
+            })?;
+            Ok(json!({"to": {"id": a.to_record_id.to_string()},
+                      "types": [{"associationCategory": "HUBSPOT_DEFINED", "associationTypeId": type_id}]}))
+        })
+        .collect()
+}
+
+/// The id of a created or changed record, from `id` or (older answers) `entity.id`.
+fn answer_id(answer: &Value) -> Option<String> {
+    answer["id"].as_str().or(answer["entity"]["id"].as_str()).map(str::to_string)
+}
+
+/// A HubSpot paging cursor (`after`): digits only.
+fn after(cursor: &Option<String>) -> Result<Option<String>, ToolError> {
+    match cursor {
+        Some(c) if !c.is_empty() && c.len() <= 20 && c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') => Ok(Some(c.clone())),
+        Some(_) => Err(ToolError::invalid("cursor is not one this tool returned: pass next_cursor unchanged")),
+        None => Ok(None),
+    }
+}
+
+fn next_cursor(answer: &Value) -> Option<String> {
+    answer["paging"]["next"]["after"].as_str().map(str::to_string)
+}
+
+/// Input of `crma_search_records`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchInput {
+    pub object_type: ObjectType,
+    /// Groups are ORed; filters inside a group are ANDed. At most 5 groups, 6 filters each, 18 in all.
+    #[serde(default)]
+    pub filter_groups: Vec<FilterGroup>,
+    /// At most one sort rule.
+    #[serde(default)]
+    pub sorts: Vec<Sort>,
+    /// Free text searched in the type's default text properties.
+    #[serde(default)]
+    pub query: Option<String>,
+    /// Properties to return; HubSpot returns a default set when omitted.
+    #[serde(default)]
+    pub properties: Vec<PropertyName>,
+    /// 1-200, default 20.
+    #[serde(default)]
+    pub limit: Option<u32>,
+    /// next_cursor from the previous page.
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+/// `crma_search_records`.
+pub struct SearchRecords;
+
+impl Tool for SearchRecords {
+    const NAME: &'static str = "crma_search_records";
+    const DESCRIPTION: &'static str = "Search HubSpot records of one object type (contacts, \
+        companies, deals, tasks, notes, emails, meetings, calls, or a custom type) with filters \
+        (EQ, NEQ, LT, LTE, GT, GTE, BETWEEN, IN, NOT_IN, HAS_PROPERTY, NOT_HAS_PROPERTY, \
+        CONTAINS_TOKEN, NOT_CONTAINS_TOKEN), one sort, free text and chosen properties. Returns \
+        results (id, properties), total and next_cursor. HubSpot can page through only the first \
+        10,000 matches; narrow by date windows for more.";
+    const READ_ONLY: bool = true;
+    type Input = SearchInput;
+
+    fn run(input: SearchInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+        let after = after(&input.cursor)?
+            .map(|a| a.parse::<u64>().map_err(|_| ToolError::invalid("cursor is not one this tool returned")))
+            .transpose()?;
+        let search = Search {
+            object_type: input.object_type.clone(),
+            filter_groups: input.filter_groups,
+            sorts: input.sorts,
+            query: input.query,
+            properties: input.properties,
+            limit: input.limit.unwrap_or(20),
+            after,
+        };
+        let answer = run_search(session, &search)?;
+        search::map_answer(&answer).map_err(|why| ToolError::CrmError(json!({"crm": "hubspot", "error": why}).to_string()))
+    }
+}
+
+fn run_search(session: &mut Session<'_>, search: &Search) -> Result<Value, ToolError> {
+    let body = search.body()?;
+    let object = search.object_type.as_str().to_string();
+    let call = Call::get(Operation::Read(search.object_type.clone()), vec!["crm", "v3", "objects", &object, "search"], format!("{object} search"))
+        // A search is a POST that only reads: safe to retry.
+        .with_body(Method::Post, Effect::Read, body);
+    client::send(session, call)
+}
+
+/// Input of `crma_get_record`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetRecordInput {
+    pub object_type: ObjectType,
+    pub record_id: RecordId,
+    /// Properties to return; a default set when omitted.
+    #[serde(default)]
+    pub properties: Vec<PropertyName>,
+}
+
+/// `crma_get_record`: one record, read through search on `hs_object_id`.
+pub struct GetRecord;
+
+impl Tool for GetRecord {
+    const NAME: &'static str = "crma_get_record";
+    const DESCRIPTION: &'static str = "Fetch one HubSpot record by object type and id, with the \
+        properties asked for (or HubSpot's default set).";
+    const READ_ONLY: bool = true;
+    type Input = GetRecordInput;
+
+    fn run(input: GetRecordInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+        let search = Search {
+            object_type: input.object_type.clone(),
+            filter_groups: search::by_id(input.record_id),
+            sorts: vec![],
+            query: None,
+            properties: input.properties,
+            limit: 1,
+            after: None,
+        };
+        let answer = run_search(session, &search)?;
+        match answer["results"].get(0) {
+            Some(record) => Ok(json!({"id": record["id"], "object_type": input.object_type.as_str(), "properties": record["properties"],
+                                      "created_at": record["createdAt"], "updated_at": record["updatedAt"]})),
+            None => Err(ToolError::NotFound(format!(
+                "HubSpot has no {} record {} that this connection can see. Check the id, or find it with crma_search_records.",
+                input.object_type, input.record_id
+            ))),
+        }
+    }
+}
+
+/// Input of `crma_create_record`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateInput {
+    pub object_type: ObjectType,
+    /// Property internal name → value, e.g. {"email": "a@b.com", "firstname": "Ana"}.
+    pub properties: PropertyValues,
+    /// Records to associate the new record with, using HubSpot's default association types.
+    #[serde(default)]
+    pub associations: Vec<AssociationInput>,
+}
+
+/// `crma_create_record`.
+pub struct CreateRecord;
+
+impl Tool for CreateRecord {
+    const NAME: &'static str = "crma_create_record";
+    const DESCRIPTION: &'static str = "Create one HubSpot record (contact, company, deal, ...) \
+        with properties and optional associations. Sent exactly once: an unknown outcome is \
+        reported, not retried, so search before creating again.";
+    const READ_ONLY: bool = false;
+    type Input = CreateInput;
+
+    fn run(input: CreateInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+        create(session, &input.object_type, &input.properties, &input.associations)
+    }
+}
+
+fn create(session: &mut Session<'_>, object_type: &ObjectType, properties: &PropertyValues, associations: &[AssociationInput]) -> Result<Value, ToolError> {
+    let wire = properties.to_wire()?;
+    if wire.is_empty() {
+        return Err(ToolError::invalid("properties is empty: give at least one property"));
+    }
+    let mut body = json!({"properties": wire});
+    if !associations.is_empty() {
+        body["associations"] = associations_body(object_type, associations)?.into();
+    }
+    let object = object_type.as_str().to_string();
+    let call = Call::get(Operation::Write(object_type.clone()), vec!["crm", "v3", "objects", &object], format!("new {object} record"))
+        .with_body(Method::Post, Effect::Write, body);
+    let answer = client::send(session, call)?;
+    let id = answer_id(&answer).ok_or_else(|| {
+        ToolError::OutcomeUnknown(format!("HubSpot accepted the new {object} record but returned no id; search for it before creating it again"))
+    })?;
+    Ok(json!({"id": id, "object_type": object}))
+}
+
+/// Input of `crma_update_record`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateInput {
+    pub object_type: ObjectType,
+    pub record_id: RecordId,
+    /// Property internal name → new value; only these change.
+    pub properties: PropertyValues,
+}
+
+/// `crma_update_record`.
+pub struct UpdateRecord;
+
+impl Tool for UpdateRecord {
+    const NAME: &'static str = "crma_update_record";
+    const DESCRIPTION: &'static str = "Update properties of one HubSpot record by object type \
+        and id; only the given properties change. Sent once, never retried.";
+    const READ_ONLY: bool = false;
+    type Input = UpdateInput;
+
+    fn run(input: UpdateInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+        let wire = input.properties.to_wire()?;
+        if wire.is_empty() {
+            return Err(ToolError::invalid("properties is empty: give at least one property to change"));
+        }
+        let object = input.object_type.as_str().to_string();
+        let id = input.record_id.to_string();
+        let call = Call::get(Operation::Write(input.object_type.clone()), vec!["crm", "v3", "objects", &object, &id], format!("{object} record {id}"))
+            .with_body(Method::Patch, Effect::Write, json!({"properties": wire}));
+        client::send(session, call)?;
+        Ok(json!({"id": id, "object_type": object, "updated": true}))
+    }
+}
+
+/// Input of `crma_merge_companies`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MergeInput {
+    /// The company that remains.
+    pub primary_id: RecordId,
+    /// The duplicate merged into it.
+    pub merge_id: RecordId,
+}
+
+/// `crma_merge_companies`.
+pub struct MergeCompanies;
+
+impl Tool for MergeCompanies {
+    const NAME: &'static str = "crma_merge_companies";
+    const DESCRIPTION: &'static str = "Merge a duplicate HubSpot company into a primary one \
+        (companies only). The primary keeps its id; the duplicate's data and associations move \
+        into it. Not reversible from here: confirm with the user first.";
+    const READ_ONLY: bool = false;
+    type Input = MergeInput;
+
+    fn run(input: MergeInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+        if input.primary_id == input.merge_id {
+            return Err(ToolError::invalid("primary_id and merge_id are the same company"));
+        }
+        let body = json!({"primaryObjectId": input.primary_id.to_string(), "objectIdToMerge": input.merge_id.to_string()});
+        let call = Call::get(Operation::MergeCompanies, vec!["crm", "v3", "objects", "companies", "merge"], format!("companies {} and {}", input.primary_id, input.merge_id))
+            .with_body(Method::Post, Effect::Write, body);
+        let answer = client::send(session, call)?;
+        Ok(json!({"id": answer_id(&answer).unwrap_or_else(|| input.primary_id.to_string()), "merged_id": input.merge_id.to_string()}))
+    }
+}
+
+#[cfg(test)]
+mod tests;
