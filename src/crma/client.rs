@@ -64,7 +64,11 @@ pub fn send(session: &mut Session<'_>, call: Call<'_>) -> Result<Value, ToolErro
     };
     let response = session.send(&request)?;
     if !response.is_success() {
-        return Err(map_error(&response, &session.ctx.granted_scopes, &call.subject));
+        return Err(map_error(
+            &response,
+            &session.ctx.granted_scopes,
+            &call.subject,
+        ));
     }
     if response.status == 204 || response.body.iter().all(u8::is_ascii_whitespace) {
         return Ok(Value::Null);

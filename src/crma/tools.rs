@@ -80,7 +80,10 @@ pub fn default_association_type(from: &ObjectType, to: &ObjectType) -> Option<u3
     })
 }
 
-fn associations_body(from: &ObjectType, list: &[AssociationInput]) -> Result<Vec<Value>, ToolError> {
+fn associations_body(
+    from: &ObjectType,
+    list: &[AssociationInput],
+) -> Result<Vec<Value>, ToolError> {
     list.iter()
         .map(|a| {
             let type_id = default_association_type(from, &a.to_object_type).ok_or_else(|| {
@@ -97,20 +100,34 @@ fn associations_body(from: &ObjectType, list: &[AssociationInput]) -> Result<Vec
 
 /// The id of a created or changed record, from `id` or (older answers) `entity.id`.
 fn answer_id(answer: &Value) -> Option<String> {
-    answer["id"].as_str().or(answer["entity"]["id"].as_str()).map(str::to_string)
+    answer["id"]
+        .as_str()
+        .or(answer["entity"]["id"].as_str())
+        .map(str::to_string)
 }
 
 /// A HubSpot paging cursor (`after`): digits only.
 fn after(cursor: &Option<String>) -> Result<Option<String>, ToolError> {
     match cursor {
-        Some(c) if !c.is_empty() && c.len() <= 20 && c.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') => Ok(Some(c.clone())),
-        Some(_) => Err(ToolError::invalid("cursor is not one this tool returned: pass next_cursor unchanged")),
+        Some(c)
+            if !c.is_empty()
+                && c.len() <= 20
+                && c.bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') =>
+        {
+            Ok(Some(c.clone()))
+        }
+        Some(_) => Err(ToolError::invalid(
+            "cursor is not one this tool returned: pass next_cursor unchanged",
+        )),
         None => Ok(None),
     }
 }
 
 fn next_cursor(answer: &Value) -> Option<String> {
-    answer["paging"]["next"]["after"].as_str().map(str::to_string)
+    answer["paging"]["next"]["after"]
+        .as_str()
+        .map(str::to_string)
 }
 
 /// Input of `crma_search_records`.
@@ -154,7 +171,10 @@ impl Tool for SearchRecords {
 
     fn run(input: SearchInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
         let after = after(&input.cursor)?
-            .map(|a| a.parse::<u64>().map_err(|_| ToolError::invalid("cursor is not one this tool returned")))
+            .map(|a| {
+                a.parse::<u64>()
+                    .map_err(|_| ToolError::invalid("cursor is not one this tool returned"))
+            })
             .transpose()?;
         let search = Search {
             object_type: input.object_type.clone(),
@@ -166,16 +186,21 @@ impl Tool for SearchRecords {
             after,
         };
         let answer = run_search(session, &search)?;
-        search::map_answer(&answer).map_err(|why| ToolError::CrmError(json!({"crm": "hubspot", "error": why}).to_string()))
+        search::map_answer(&answer)
+            .map_err(|why| ToolError::CrmError(json!({"crm": "hubspot", "error": why}).to_string()))
     }
 }
 
 fn run_search(session: &mut Session<'_>, search: &Search) -> Result<Value, ToolError> {
     let body = search.body()?;
     let object = search.object_type.as_str().to_string();
-    let call = Call::get(Operation::Read(search.object_type.clone()), vec!["crm", "v3", "objects", &object, "search"], format!("{object} search"))
-        // A search is a POST that only reads: safe to retry.
-        .with_body(Method::Post, Effect::Read, body);
+    let call = Call::get(
+        Operation::Read(search.object_type.clone()),
+        vec!["crm", "v3", "objects", &object, "search"],
+        format!("{object} search"),
+    )
+    // A search is a POST that only reads: safe to retry.
+    .with_body(Method::Post, Effect::Read, body);
     client::send(session, call)
 }
 
@@ -212,8 +237,10 @@ impl Tool for GetRecord {
         };
         let answer = run_search(session, &search)?;
         match answer["results"].get(0) {
-            Some(record) => Ok(json!({"id": record["id"], "object_type": input.object_type.as_str(), "properties": record["properties"],
-                                      "created_at": record["createdAt"], "updated_at": record["updatedAt"]})),
+            Some(record) => Ok(
+                json!({"id": record["id"], "object_type": input.object_type.as_str(), "properties": record["properties"],
+                                      "created_at": record["createdAt"], "updated_at": record["updatedAt"]}),
+            ),
             None => Err(ToolError::NotFound(format!(
                 "HubSpot has no {} record {} that this connection can see. Check the id, or find it with crma_search_records.",
                 input.object_type, input.record_id
@@ -246,22 +273,38 @@ impl Tool for CreateRecord {
     type Input = CreateInput;
 
     fn run(input: CreateInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
-        create(session, &input.object_type, &input.properties, &input.associations)
+        create(
+            session,
+            &input.object_type,
+            &input.properties,
+            &input.associations,
+        )
     }
 }
 
-fn create(session: &mut Session<'_>, object_type: &ObjectType, properties: &PropertyValues, associations: &[AssociationInput]) -> Result<Value, ToolError> {
+fn create(
+    session: &mut Session<'_>,
+    object_type: &ObjectType,
+    properties: &PropertyValues,
+    associations: &[AssociationInput],
+) -> Result<Value, ToolError> {
     let wire = properties.to_wire()?;
     if wire.is_empty() {
-        return Err(ToolError::invalid("properties is empty: give at least one property"));
+        return Err(ToolError::invalid(
+            "properties is empty: give at least one property",
+        ));
     }
     let mut body = json!({"properties": wire});
     if !associations.is_empty() {
         body["associations"] = associations_body(object_type, associations)?.into();
     }
     let object = object_type.as_str().to_string();
-    let call = Call::get(Operation::Write(object_type.clone()), vec!["crm", "v3", "objects", &object], format!("new {object} record"))
-        .with_body(Method::Post, Effect::Write, body);
+    let call = Call::get(
+        Operation::Write(object_type.clone()),
+        vec!["crm", "v3", "objects", &object],
+        format!("new {object} record"),
+    )
+    .with_body(Method::Post, Effect::Write, body);
     let answer = client::send(session, call)?;
     let id = answer_id(&answer).ok_or_else(|| {
         ToolError::OutcomeUnknown(format!("HubSpot accepted the new {object} record but returned no id; search for it before creating it again"))
@@ -292,12 +335,18 @@ impl Tool for UpdateRecord {
     fn run(input: UpdateInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
         let wire = input.properties.to_wire()?;
         if wire.is_empty() {
-            return Err(ToolError::invalid("properties is empty: give at least one property to change"));
+            return Err(ToolError::invalid(
+                "properties is empty: give at least one property to change",
+            ));
         }
         let object = input.object_type.as_str().to_string();
         let id = input.record_id.to_string();
-        let call = Call::get(Operation::Write(input.object_type.clone()), vec!["crm", "v3", "objects", &object, &id], format!("{object} record {id}"))
-            .with_body(Method::Patch, Effect::Write, json!({"properties": wire}));
+        let call = Call::get(
+            Operation::Write(input.object_type.clone()),
+            vec!["crm", "v3", "objects", &object, &id],
+            format!("{object} record {id}"),
+        )
+        .with_body(Method::Patch, Effect::Write, json!({"properties": wire}));
         client::send(session, call)?;
         Ok(json!({"id": id, "object_type": object, "updated": true}))
     }
@@ -326,14 +375,144 @@ impl Tool for MergeCompanies {
 
     fn run(input: MergeInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
         if input.primary_id == input.merge_id {
-            return Err(ToolError::invalid("primary_id and merge_id are the same company"));
+            return Err(ToolError::invalid(
+                "primary_id and merge_id are the same company",
+            ));
         }
         let body = json!({"primaryObjectId": input.primary_id.to_string(), "objectIdToMerge": input.merge_id.to_string()});
-        let call = Call::get(Operation::MergeCompanies, vec!["crm", "v3", "objects", "companies", "merge"], format!("companies {} and {}", input.primary_id, input.merge_id))
-            .with_body(Method::Post, Effect::Write, body);
+        let call = Call::get(
+            Operation::MergeCompanies,
+            vec!["crm", "v3", "objects", "companies", "merge"],
+            format!("companies {} and {}", input.primary_id, input.merge_id),
+        )
+        .with_body(Method::Post, Effect::Write, body);
         let answer = client::send(session, call)?;
-        Ok(json!({"id": answer_id(&answer).unwrap_or_else(|| input.primary_id.to_string()), "merged_id": input.merge_id.to_string()}))
+        Ok(
+            json!({"id": answer_id(&answer).unwrap_or_else(|| input.primary_id.to_string()), "merged_id": input.merge_id.to_string()}),
+        )
     }
+}
+
+/// Input of `crma_list_owners`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListOwnersInput {
+    /// true lists only archived (deactivated) owners; HubSpot lists active ones otherwise.
+    #[serde(default)]
+    pub archived: bool,
+    /// Only the owner with this email.
+    #[serde(default)]
+    pub email: Option<String>,
+    /// 1-500, default 100.
+    #[serde(default)]
+    pub limit: Option<u32>,
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+/// `crma_list_owners`.
+pub struct ListOwners;
+
+impl Tool for ListOwners {
+    const NAME: &'static str = "crma_list_owners";
+    const DESCRIPTION: &'static str = "List HubSpot owners (the users and queues records can be \
+        assigned to): id, email, name, linked user id, teams. Active by default; archived=true \
+        lists deactivated ones. Use it to map an owner id to a person.";
+    const READ_ONLY: bool = true;
+    type Input = ListOwnersInput;
+
+    fn run(input: ListOwnersInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+        let limit = input.limit.unwrap_or(100);
+        if !(1..=500).contains(&limit) {
+            return Err(ToolError::invalid("limit must be from 1 to 500"));
+        }
+        let mut query = vec![
+            ("limit", limit.to_string()),
+            ("archived", input.archived.to_string()),
+        ];
+        if let Some(after) = after(&input.cursor)? {
+            query.push(("after", after));
+        }
+        if let Some(email) = input.email.filter(|e| !e.trim().is_empty()) {
+            query.push(("email", email.trim().to_string()));
+        }
+        let answer = client::send(
+            session,
+            Call::get(Operation::ListOwners, vec!["crm", "v3", "owners"], "owners")
+                .with_query(query),
+        )?;
+        let owners: Vec<Value> = answer["results"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|o| {
+                json!({"id": o["id"], "email": o["email"], "first_name": o["firstName"], "last_name": o["lastName"],
+                       "user_id": o["userId"], "archived": o["archived"], "teams": o["teams"]})
+            })
+            .collect();
+        Ok(paged(json!({"results": owners}), &answer))
+    }
+}
+
+/// Input of `crma_list_users`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListUsersInput {
+    /// 1-100, default 100.
+    #[serde(default)]
+    pub limit: Option<u32>,
+    #[serde(default)]
+    pub cursor: Option<String>,
+}
+
+/// `crma_list_users`.
+pub struct ListUsers;
+
+impl Tool for ListUsers {
+    const NAME: &'static str = "crma_list_users";
+    const DESCRIPTION: &'static str = "List the HubSpot account's users: id, email, role ids, \
+        primary and secondary team ids, super admin flag. For provisioning and permission mapping.";
+    const READ_ONLY: bool = true;
+    type Input = ListUsersInput;
+
+    fn run(input: ListUsersInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+        let limit = input.limit.unwrap_or(100);
+        if !(1..=100).contains(&limit) {
+            return Err(ToolError::invalid("limit must be from 1 to 100"));
+        }
+        let mut query = vec![("limit", limit.to_string())];
+        if let Some(after) = after(&input.cursor)? {
+            query.push(("after", after));
+        }
+        let answer = client::send(
+            session,
+            Call::get(
+                Operation::ListUsers,
+                vec!["settings", "v3", "users"],
+                "users",
+            )
+            .with_query(query),
+        )?;
+        let users: Vec<Value> = answer["results"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|u| {
+                json!({"id": u["id"], "email": u["email"], "first_name": u["firstName"], "last_name": u["lastName"],
+                       "role_id": u["roleId"], "role_ids": u["roleIds"], "primary_team_id": u["primaryTeamId"],
+                       "secondary_team_ids": u["secondaryTeamIds"], "super_admin": u["superAdmin"]})
+            })
+            .collect();
+        Ok(paged(json!({"results": users}), &answer))
+    }
+}
+
+/// Adds `next_cursor` when HubSpot has another page.
+fn paged(mut out: Value, answer: &Value) -> Value {
+    if let Some(cursor) = next_cursor(answer) {
+        out["next_cursor"] = cursor.into();
+    }
+    out
 }
 
 #[cfg(test)]
