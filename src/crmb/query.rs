@@ -169,12 +169,7 @@ impl QueryRequest {
 /// Runs the query and shapes the answer.
 pub fn run(request: QueryRequest, session: &mut Session<'_>) -> Result<Value, ToolError> {
     let config = session.config()?;
-    let instance = session
-        .ctx
-        .instance_url
-        .as_deref()
-        .map(InstanceUrl::parse)
-        .transpose()?;
+    let instance = InstanceUrl::if_known(session.ctx.instance_url.as_deref())?;
     let pager = Pager {
         config,
         query: &request.query,

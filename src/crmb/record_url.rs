@@ -27,6 +27,12 @@ impl InstanceUrl {
         Ok(InstanceUrl(url))
     }
 
+    /// From the optional context field when links are optional: absent gives `None`, a
+    /// malformed one is still an error.
+    pub fn if_known(instance_url: Option<&str>) -> Result<Option<Self>, ToolError> {
+        instance_url.map(InstanceUrl::parse).transpose()
+    }
+
     /// From the optional context field, saying what to do when it is absent.
     pub fn from_context(instance_url: Option<&str>) -> Result<Self, ToolError> {
         match instance_url {

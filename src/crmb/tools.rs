@@ -116,12 +116,7 @@ impl Tool for GetRecord {
             ),
             None => None,
         };
-        let instance = session
-            .ctx
-            .instance_url
-            .as_deref()
-            .map(InstanceUrl::parse)
-            .transpose()?;
+        let instance = InstanceUrl::if_known(session.ctx.instance_url.as_deref())?;
         let config = session.config()?;
         let query: Vec<(&str, &str)> = fields.iter().map(|f| ("fields", f.as_str())).collect();
         let url = proxy::crm_b(
@@ -277,12 +272,7 @@ impl Tool for CreateRecord {
 
     fn run(input: CreateRecordInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
         let body = input.fields.to_body()?;
-        let instance = session
-            .ctx
-            .instance_url
-            .as_deref()
-            .map(InstanceUrl::parse)
-            .transpose()?;
+        let instance = InstanceUrl::if_known(session.ctx.instance_url.as_deref())?;
         let config = session.config()?;
         let url = proxy::crm_b(config, &["sobjects", input.object.as_str()], &[]);
         let response = session.send(&Request::json(Method::Post, url, Effect::Write, &body))?;
@@ -334,12 +324,7 @@ impl Tool for UpdateRecord {
     fn run(input: UpdateRecordInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
         check_prefix(&input.object, &input.record_id)?;
         let body = input.fields.to_body()?;
-        let instance = session
-            .ctx
-            .instance_url
-            .as_deref()
-            .map(InstanceUrl::parse)
-            .transpose()?;
+        let instance = InstanceUrl::if_known(session.ctx.instance_url.as_deref())?;
         let config = session.config()?;
         let url = proxy::crm_b(
             config,
