@@ -79,14 +79,44 @@ fn backoff(attempt: u32, limits: &Limits) -> Duration {
         .min(limits.max_retry_wait)
 }
 
-/// How long to wait before the next attempt, or `None` when the CRM's `Retry-After` exceeds
-/// what we may wait.
+/// How long to wait before the next attempt, or `None` when the CRM asks for a longer pause
+/// than we may wait (a `Retry-After` over the cap, or a spent daily allowance).
 fn wait_before_retry(response: &Response, attempt: u32, limits: &Limits) -> Option<Duration> {
-    match retry_after(response) {
-        Some(wait) if wait > limits.max_retry_wait => None,
-        Some(wait) => Some(wait),
-        None => Some(backoff(attempt, limits)),
+    let wait = match (retry_after(response), rate_limit_window(response)) {
+        (Some(wait), _) => wait,
+        (None, Some(RateWindow::Daily)) => return None,
+        (None, Some(RateWindow::Interval(wait))) => wait,
+        (None, None) => backoff(attempt, limits),
+    };
+    (wait <= limits.max_retry_wait).then_some(wait)
+}
+
+/// What HubSpot's `X-HubSpot-RateLimit-*` headers say about the next allowed request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RateWindow {
+    /// The rolling window (`-Remaining: 0`) frees up within `-Interval-Milliseconds`.
+    Interval(Duration),
+    /// The daily allowance is spent (`-Daily-Remaining: 0`): no retry helps today.
+    Daily,
+}
+
+/// Reads HubSpot's rate-limit headers; `None` when they do not say the limit is reached.
+pub fn rate_limit_window(response: &Response) -> Option<RateWindow> {
+    let number = |name: &str| {
+        response
+            .header(name)
+            .and_then(|v| v.trim().parse::<u64>().ok())
+    };
+    if number("x-hubspot-ratelimit-daily-remaining") == Some(0) {
+        return Some(RateWindow::Daily);
     }
+    if number("x-hubspot-ratelimit-remaining") == Some(0)
+        || number("x-hubspot-ratelimit-secondly-remaining") == Some(0)
+    {
+        let interval = number("x-hubspot-ratelimit-interval-milliseconds").unwrap_or(1000);
+        return Some(RateWindow::Interval(Duration::from_millis(interval)));
+    }
+    None
 }
 
 /// `Retry-After` in seconds (the HTTP-date form is not used by either CRM).
@@ -157,7 +187,13 @@ pub(crate) mod tests {
         fn sleep(&mut self, duration: Duration) {
             self.slept.push(duration);
         }
+        fn now_unix_millis(&mut self) -> u64 {
+            NOW_UNIX_MILLIS
+        }
     }
+
+    /// The scripted clock: 2026-11-21T09:30:00Z.
+    pub const NOW_UNIX_MILLIS: u64 = 1_795_253_400_000;
 
     pub fn response(status: u16, body: &str) -> Result<Response, TransportError> {
         Ok(Response {
@@ -194,6 +230,48 @@ pub(crate) mod tests {
             t.slept,
             vec![Duration::from_millis(250), Duration::from_millis(500)]
         );
+    }
+
+    fn with_headers(
+        status: u16,
+        headers: &[(&str, &str)],
+    ) -> Result<Response, TransportError> {
+        let mut r = response(status, "{}")?;
+        r.headers
+            .extend(headers.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        Ok(r)
+    }
+
+    #[test]
+    fn hubspot_rate_limit_headers_set_the_wait() {
+        let spent = [
+            ("x-hubspot-ratelimit-max", "190"),
+            ("x-hubspot-ratelimit-remaining", "0"),
+            ("x-hubspot-ratelimit-interval-milliseconds", "2000"),
+        ];
+        let mut t = ScriptedTransport::new([with_headers(429, &spent), response(200, "{}")]);
+        let limits = Limits {
+            max_retry_wait: Duration::from_secs(5),
+            ..Limits::default()
+        };
+        assert_eq!(execute(&mut t, &limits, &read()).unwrap().status, 200);
+        assert_eq!(t.slept, vec![Duration::from_millis(2000)]);
+
+        // A spent daily allowance is reported at once: waiting seconds would not help.
+        let daily = [("x-hubspot-ratelimit-daily-remaining", "0")];
+        let mut t = ScriptedTransport::new([with_headers(429, &daily)]);
+        assert_eq!(execute(&mut t, &limits, &read()).unwrap().status, 429);
+        assert_eq!(t.sent.len(), 1);
+        assert!(t.slept.is_empty());
+
+        // A window longer than we may wait is reported, not slept through.
+        let long = [
+            ("x-hubspot-ratelimit-remaining", "0"),
+            ("x-hubspot-ratelimit-interval-milliseconds", "60000"),
+        ];
+        let mut t = ScriptedTransport::new([with_headers(429, &long)]);
+        assert_eq!(execute(&mut t, &limits, &read()).unwrap().status, 429);
+        assert!(t.slept.is_empty());
     }
 
     #[test]

@@ -6,6 +6,7 @@ use crate::config::Config;
 use crate::context::CallContext;
 use crate::error::ToolError;
 use crate::http::{Method, Request, Response, Transport, TransportError};
+use crate::mapping::{CreatedRecord, Mapping, MappingKind, MappingStore, StoreError};
 use crate::tools::{self, Session};
 use std::time::Duration;
 
@@ -16,7 +17,8 @@ wit_bindgen::generate!({
 });
 
 use exports::crm::plugin::tools as wit;
-use wasi::clocks::monotonic_clock;
+use crm::plugin::mapping_store as wit_store;
+use wasi::clocks::{monotonic_clock, wall_clock};
 use wasi::http::outgoing_handler;
 use wasi::http::types::{
     ErrorCode, Fields, IncomingBody, Method as WasiMethod, OutgoingBody, OutgoingRequest,
@@ -63,7 +65,9 @@ impl wit::Guest for Plugin {
             max_response_bytes,
             timeout,
         };
-        let mut session = Session::new(&ctx, config.as_ref(), &mut transport);
+        let mut store = HostMappingStore;
+        let mut session =
+            Session::new(&ctx, config.as_ref(), &mut transport).with_store(&mut store);
         tools::call_tool(&name, &input, &mut session).map_err(to_wit)
     }
 }
@@ -136,6 +140,62 @@ impl Transport for WasiHttp {
     fn sleep(&mut self, duration: Duration) {
         let nanos = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
         monotonic_clock::subscribe_duration(nanos).block();
+    }
+
+    fn now_unix_millis(&mut self) -> u64 {
+        let now = wall_clock::now();
+        now.seconds * 1000 + u64::from(now.nanoseconds / 1_000_000)
+    }
+}
+
+/// The host's `mapping-store` import for this call's tenant.
+struct HostMappingStore;
+
+fn to_wit_kind(kind: MappingKind) -> wit_store::MappingKind {
+    match kind {
+        MappingKind::User => wit_store::MappingKind::User,
+        MappingKind::Owner => wit_store::MappingKind::Owner,
+    }
+}
+
+impl MappingStore for HostMappingStore {
+    fn list(&mut self, kind: MappingKind) -> Result<Vec<Mapping>, StoreError> {
+        wit_store::list_mappings(to_wit_kind(kind))
+            .map_err(StoreError)?
+            .into_iter()
+            .map(|m| {
+                let fields = serde_json::from_str(&m.fields).map_err(|e| {
+                    StoreError(format!("a stored mapping is not a JSON object: {e}"))
+                })?;
+                Ok(Mapping {
+                    kind: match m.kind {
+                        wit_store::MappingKind::User => MappingKind::User,
+                        wit_store::MappingKind::Owner => MappingKind::Owner,
+                    },
+                    crm_id: m.crm_id,
+                    fields,
+                    deleted: m.deleted,
+                })
+            })
+            .collect()
+    }
+
+    fn put(&mut self, mappings: &[Mapping]) -> Result<(), StoreError> {
+        let mappings: Vec<wit_store::Mapping> = mappings
+            .iter()
+            .map(|m| wit_store::Mapping {
+                kind: to_wit_kind(m.kind),
+                crm_id: m.crm_id.clone(),
+                fields: serde_json::Value::Object(m.fields.clone()).to_string(),
+                deleted: m.deleted,
+            })
+            .collect();
+        wit_store::put_mappings(&mappings).map_err(StoreError)
+    }
+
+    fn record_created(&mut self, record: &CreatedRecord) -> Result<(), StoreError> {
+        wit_store::record_created(record.crm, &record.object_type, &record.record_id)
+            .map_err(StoreError)
     }
 }
 

@@ -125,4 +125,7 @@ pub trait Transport {
     fn send(&mut self, request: &Request) -> Result<Response, TransportError>;
     /// Waits before a retry (a monotonic-clock sleep in the component).
     fn sleep(&mut self, duration: Duration);
+    /// Wall-clock time in milliseconds since the Unix epoch, for default timestamps such as an
+    /// activity's `hs_timestamp`.
+    fn now_unix_millis(&mut self) -> u64;
 }

@@ -12,6 +12,7 @@ pub mod crma;
 pub mod crmb;
 pub mod error;
 pub mod http;
+pub mod mapping;
 pub mod proxy;
 pub mod schema;
 pub mod tools;

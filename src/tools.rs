@@ -6,6 +6,7 @@ use crate::config::{Config, ConfigError};
 use crate::context::CallContext;
 use crate::error::ToolError;
 use crate::http::{Request, Response, Transport};
+use crate::mapping::{CreatedRecord, MappingStore};
 use crate::schema::input_schema;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -25,6 +26,7 @@ pub struct Session<'a> {
     pub ctx: &'a CallContext,
     config: Result<&'a Config, &'a ConfigError>,
     transport: &'a mut dyn Transport,
+    store: Option<&'a mut dyn MappingStore>,
 }
 
 impl<'a> Session<'a> {
@@ -37,7 +39,42 @@ impl<'a> Session<'a> {
             ctx,
             config,
             transport,
+            store: None,
         }
+    }
+
+    /// Gives the tools the host's mapping store for this tenant.
+    pub fn with_store(mut self, store: &'a mut dyn MappingStore) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// The tenant's mapping store.
+    pub fn store(&mut self) -> Result<&mut (dyn MappingStore + 'a), ToolError> {
+        self.store.as_deref_mut().ok_or_else(|| {
+            ToolError::Unavailable(
+                "this host keeps no local mapping store; ask the workspace admin".into(),
+            )
+        })
+    }
+
+    /// Keeps a created record's id in the mapping store. The record exists whatever happens
+    /// here, so a failure is returned as a warning for the output, never as the call's error.
+    pub fn remember_created(&mut self, record: CreatedRecord) -> Option<String> {
+        let stored = self
+            .store()
+            .map_err(|e| e.to_string())
+            .and_then(|store| store.record_created(&record).map_err(|e| e.to_string()));
+        stored.err().map(|why| {
+            format!(
+                "the record was created, but its id was not kept locally ({why})"
+            )
+        })
+    }
+
+    /// Wall-clock time in milliseconds since the Unix epoch.
+    pub fn now_unix_millis(&mut self) -> u64 {
+        self.transport.now_unix_millis()
     }
 
     /// The tenant's configuration; a missing or broken one is a connection problem for an admin.
@@ -101,6 +138,22 @@ const REGISTRY: &[Entry] = &[
     entry::<crate::crmb::tools::CreateRecord>(),
     entry::<crate::crmb::tools::UpdateRecord>(),
     entry::<crate::crmb::tools::GenerateRecordUrl>(),
+    entry::<crate::crma::tools::SearchRecords>(),
+    entry::<crate::crma::tools::GetRecord>(),
+    entry::<crate::crma::tools::CreateRecord>(),
+    entry::<crate::crma::tools::UpdateRecord>(),
+    entry::<crate::crma::tools::MergeCompanies>(),
+    entry::<crate::crma::associations::GetAssociations>(),
+    entry::<crate::crma::associations::CreateAssociation>(),
+    entry::<crate::crma::activity::LogActivity>(),
+    entry::<crate::crma::tools::ListOwners>(),
+    entry::<crate::crma::tools::ListUsers>(),
+    entry::<crate::crma::metadata::ListRoles>(),
+    entry::<crate::crma::metadata::GetPipelineStages>(),
+    entry::<crate::crma::metadata::GetProperties>(),
+    entry::<crate::crma::metadata::GetAccountDetails>(),
+    entry::<crate::crma::sync::SyncUsers>(),
+    entry::<crate::crma::metadata::GenerateRecordUrl>(),
 ];
 
 /// The specs of every tool, for `list-tools`.

@@ -51,6 +51,7 @@ fn main() {
                 credential: crm_host::hooks::Credential::new("bench-credential"),
                 settings: vec![],
                 results_dir: None,
+                mappings: crm_host::mappings::MappingLocation::Memory,
             },
             plugin,
         )
@@ -113,6 +114,7 @@ async fn query_peak_memory(
             credential: crm_host::hooks::Credential::new("bench-credential"),
             settings: vec![("CRM_INLINE_MAX_BYTES".into(), (64u64 << 20).to_string())],
             results_dir: Some(dir.clone()),
+            mappings: crm_host::mappings::MappingLocation::Memory,
         },
         runtime.load(wasm).unwrap(),
     )

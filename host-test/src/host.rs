@@ -9,6 +9,7 @@ use crate::audit::{AuditEvent, AuditLog, millis};
 use crate::backend::Backend;
 use crate::bindings::{CallContext, ToolError, ToolSpec};
 use crate::hooks::{BrokerHooks, BrokerOrigin, Credential};
+use crate::mappings::{MappingDb, MappingLocation};
 use crate::runtime::{PluginVersion, Runtime};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -33,6 +34,8 @@ pub struct TenantSpec {
     /// A directory only this tenant's calls may write, for large query results (JSON Lines).
     /// The component sees it as `/results`; `None` keeps every result inline.
     pub results_dir: Option<PathBuf>,
+    /// Where the tenant's user/owner mappings and created-record ids are kept.
+    pub mappings: MappingLocation,
 }
 
 /// Where a tenant's results directory appears inside the component.
@@ -45,6 +48,7 @@ struct TenantEntry {
     credential: Credential,
     env: Vec<(String, String)>,
     results_dir: Option<PathBuf>,
+    mappings: Arc<MappingDb>,
     plugin: Arc<PluginVersion>,
 }
 
@@ -137,12 +141,16 @@ impl Host {
             }
             None => None,
         };
+        let mappings = MappingDb::open(&spec.tenant_id, &spec.mappings).map_err(|e| {
+            CallError::BadTenant(spec.tenant_id.clone(), format!("mapping store: {e}"))
+        })?;
         let entry = TenantEntry {
             tenant_id: spec.tenant_id.as_str().into(),
             origin,
             credential: spec.credential,
             env,
             results_dir,
+            mappings: Arc::new(mappings),
             plugin,
         };
         self.tenants
@@ -179,6 +187,7 @@ impl Host {
             credential: old.credential.clone(),
             env: old.env.clone(),
             results_dir: old.results_dir.clone(),
+            mappings: old.mappings.clone(),
             plugin,
         };
         tenants.insert(tenant_id.into(), Arc::new(entry));
@@ -194,9 +203,15 @@ impl Host {
             .ok_or_else(|| CallError::UnknownTenant(tenant_id.into()))
     }
 
+    /// The tenant's mapping store, as the host keeps it (for tools around the host, and tests).
+    pub fn mappings(&self, tenant_id: &str) -> Result<Arc<MappingDb>, CallError> {
+        Ok(self.tenant(tenant_id)?.mappings.clone())
+    }
+
     fn store(
         &self,
         entry: &TenantEntry,
+        user_id: &str,
     ) -> Result<wasmtime::Store<crate::runtime::CallState>, CallError> {
         let limits = self.runtime.limits();
         // Only this tenant's settings and results directory; no stdio, no sockets.
@@ -216,13 +231,15 @@ impl Host {
             max_timeout: limits.http_timeout,
             max_request_bytes: limits.max_request_bytes,
         };
-        Ok(self.runtime.store(wasi, hooks))
+        Ok(self
+            .runtime
+            .store(wasi, hooks, entry.mappings.clone(), user_id.into()))
     }
 
     /// The tools the tenant's component offers.
     pub async fn list_tools(&self, tenant_id: &str) -> Result<Vec<ToolSpec>, CallError> {
         let entry = self.tenant(tenant_id)?;
-        let mut store = self.store(&entry)?;
+        let mut store = self.store(&entry, "")?;
         let plugin_error = |e: wasmtime::Error| CallError::Plugin(format!("{e:#}"));
         let instance = entry
             .plugin
@@ -270,7 +287,7 @@ impl Host {
         entry: &TenantEntry,
         request: &CallRequest,
     ) -> (Result<String, CallError>, usize) {
-        let mut store = match self.store(entry) {
+        let mut store = match self.store(entry, &request.user_id) {
             Ok(store) => store,
             Err(err) => return (Err(err), 0),
         };

@@ -12,6 +12,7 @@ pub mod audit;
 pub mod backend;
 pub mod bindings;
 pub mod hooks;
+pub mod mappings;
 pub mod host;
 pub mod runtime;
 pub mod sandbox;

@@ -3,6 +3,7 @@
 
 use crm_host::backend::NetworkBackend;
 use crm_host::hooks::Credential;
+use crm_host::mappings::{MappingLocation, tenant_file};
 use crm_host::sandbox::SandboxCrm;
 use crm_host::{AuditLog, Backend, CallError, CallRequest, Host, HostLimits, Runtime, TenantSpec};
 use serde_json::{Value, json};
@@ -30,6 +31,8 @@ OPTIONS:
     --audit <path|->        append audit JSON lines to a file, or '-' for stderr
     --results-dir <dir>     where large query results are written as JSON Lines
                             [default: <temp dir>/crm-host-results/<tenant>]
+    --data-dir <dir>        where each tenant's mapping store (SQLite) is kept, as
+                            <dir>/<tenant>/mappings.sqlite [default: crm-host-data]
 ";
 
 /// The CRM A scopes the spec lists as required, granted by default in the sandbox.
@@ -47,6 +50,7 @@ struct Options {
     component: String,
     audit: Option<String>,
     results_dir: Option<std::path::PathBuf>,
+    data_dir: std::path::PathBuf,
     command: Vec<String>,
 }
 
@@ -60,6 +64,7 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
         component: crm_host::COMPONENT_PATH.into(),
         audit: None,
         results_dir: None,
+        data_dir: "crm-host-data".into(),
         command: Vec::new(),
     };
     let mut args = args.into_iter();
@@ -78,6 +83,7 @@ fn parse(args: Vec<String>) -> Result<Options, String> {
             "--component" => options.component = value("--component")?,
             "--audit" => options.audit = Some(value("--audit")?),
             "--results-dir" => options.results_dir = Some(value("--results-dir")?.into()),
+            "--data-dir" => options.data_dir = value("--data-dir")?.into(),
             "-h" | "--help" => return Err(String::new()),
             flag if flag.starts_with("--") => return Err(format!("unknown option {flag}")),
             _ => {
@@ -143,6 +149,7 @@ async fn run(options: Options) -> Result<ExitCode, String> {
             .join("crm-host-results")
             .join(&options.tenant)
     });
+    let mappings = MappingLocation::File(tenant_file(&options.data_dir, &options.tenant)?);
     let (backend, spec, instance_url): (Arc<dyn Backend>, TenantSpec, Option<String>) =
         match &options.proxy_base {
             Some(proxy_base) => {
@@ -163,6 +170,7 @@ async fn run(options: Options) -> Result<ExitCode, String> {
                     credential: Credential::new(credential),
                     settings,
                     results_dir: Some(results_dir),
+                    mappings,
                 };
                 (Arc::new(backend), spec, options.instance_url.clone())
             }
@@ -184,6 +192,7 @@ async fn run(options: Options) -> Result<ExitCode, String> {
                     .filter(|(k, _)| k.starts_with("CRM_") && k != "CRM_PROXY_BASE")
                     .collect();
                 spec.results_dir = Some(results_dir);
+                spec.mappings = mappings;
                 (Arc::new(SandboxCrm::new()), spec, Some(instance))
             }
         };

@@ -5,11 +5,13 @@
 //! fresh [`Store`] with a memory limit and an epoch deadline, so calls share nothing.
 
 use crate::bindings::PluginPre;
+use crate::bindings::crm::plugin::mapping_store;
+use crate::mappings::{MappingDb, StoredMapping};
 use crate::hooks::BrokerHooks;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
-use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{
     Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store,
     StoreLimits, StoreLimitsBuilder,
@@ -54,6 +56,9 @@ pub struct CallState {
     table: ResourceTable,
     hooks: BrokerHooks,
     limits: PeakTracking,
+    /// The serving tenant's mapping store, and the user the call acts for.
+    mappings: Arc<MappingDb>,
+    user_id: String,
 }
 
 impl CallState {
@@ -103,6 +108,55 @@ impl ResourceLimiter for PeakTracking {
 
     fn memories(&self) -> usize {
         self.limits.memories()
+    }
+}
+
+/// `mapping-store`, bound to this call's tenant (the component passes no tenant).
+impl mapping_store::Host for CallState {
+    fn list_mappings(
+        &mut self,
+        kind: mapping_store::MappingKind,
+    ) -> Result<Vec<mapping_store::Mapping>, String> {
+        let rows = self.mappings.list(kind_name(kind))?;
+        Ok(rows
+            .into_iter()
+            .map(|m| mapping_store::Mapping {
+                kind,
+                crm_id: m.crm_id,
+                fields: m.fields,
+                deleted: m.deleted,
+            })
+            .collect())
+    }
+
+    fn put_mappings(&mut self, mappings: Vec<mapping_store::Mapping>) -> Result<(), String> {
+        let rows: Vec<StoredMapping> = mappings
+            .into_iter()
+            .map(|m| StoredMapping {
+                kind: kind_name(m.kind).into(),
+                crm_id: m.crm_id,
+                fields: m.fields,
+                deleted: m.deleted,
+            })
+            .collect();
+        self.mappings.put(&rows)
+    }
+
+    fn record_created(
+        &mut self,
+        crm: String,
+        object_type: String,
+        record_id: String,
+    ) -> Result<(), String> {
+        self.mappings
+            .record_created(&self.user_id, &crm, &object_type, &record_id)
+    }
+}
+
+fn kind_name(kind: mapping_store::MappingKind) -> &'static str {
+    match kind {
+        mapping_store::MappingKind::User => "user",
+        mapping_store::MappingKind::Owner => "owner",
     }
 }
 
@@ -167,6 +221,7 @@ impl Runtime {
         let mut linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
         wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
+        mapping_store::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s)?;
 
         let stop_ticker = Arc::new(AtomicBool::new(false));
         let ticker_engine = engine.weak();
@@ -225,12 +280,20 @@ impl Runtime {
     }
 
     /// A fresh store for one call, limited in memory and time.
-    pub(crate) fn store(&self, wasi: WasiCtx, hooks: BrokerHooks) -> Store<CallState> {
+    pub(crate) fn store(
+        &self,
+        wasi: WasiCtx,
+        hooks: BrokerHooks,
+        mappings: Arc<MappingDb>,
+        user_id: String,
+    ) -> Store<CallState> {
         let state = CallState {
             wasi,
             http: WasiHttpCtx::new(),
             table: ResourceTable::new(),
             hooks,
+            mappings,
+            user_id,
             limits: PeakTracking {
                 limits: StoreLimitsBuilder::new()
                     .memory_size(self.limits.memory_bytes)

@@ -65,6 +65,7 @@ fn tenant(id: &str, broker: &str, credential: &str, settings: &[(&str, &str)]) -
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
         results_dir: None,
+        mappings: crm_host::mappings::MappingLocation::Memory,
     }
 }
 

@@ -38,6 +38,13 @@ impl<'a> Call<'a> {
         self
     }
 
+    /// A call without a body (a `PUT` that creates an association).
+    pub fn with_method(mut self, method: Method, effect: Effect) -> Self {
+        self.method = method;
+        self.effect = effect;
+        self
+    }
+
     pub fn with_body(mut self, method: Method, effect: Effect, body: Value) -> Self {
         self.method = method;
         self.effect = effect;

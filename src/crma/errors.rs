@@ -4,7 +4,7 @@
 //! Body: `{status, message, correlationId, category, subCategory?, errors?:[{message, code?,
 //! in?, context?}], context?}`.
 
-use crate::client::retry_after;
+use crate::client::{RateWindow, rate_limit_window, retry_after};
 use crate::error::ToolError;
 use crate::http::Response;
 use serde::Deserialize;
@@ -173,10 +173,18 @@ fn property_names(body: &HubSpotError) -> Vec<String> {
     names
 }
 
-/// Seconds to wait: `Retry-After`, else the policy's window.
+/// Seconds to wait: `Retry-After`, else the rate-limit headers' window, else the policy's.
 fn rate_limit_seconds(response: &Response, body: &HubSpotError) -> Option<u32> {
+    let whole_seconds = |wait: std::time::Duration| {
+        u32::try_from(wait.as_millis().div_ceil(1000)).unwrap_or(u32::MAX)
+    };
     if let Some(wait) = retry_after(response) {
-        return Some(wait.as_secs().min(u32::MAX as u64) as u32);
+        return Some(whole_seconds(wait));
+    }
+    match rate_limit_window(response) {
+        Some(RateWindow::Interval(wait)) => return Some(whole_seconds(wait)),
+        Some(RateWindow::Daily) => return None,
+        None => {}
     }
     match body.policy_name.as_deref() {
         Some("TEN_SECONDLY_ROLLING") => Some(10),

@@ -1,12 +1,14 @@
 //! The `crma_*` tools. Each builds its HubSpot call as data and sends it through
 //! [`client::send`], which checks the granted scopes first.
 
+use super::associations::{AssociationInput, associations_body};
 use super::client::{self, Call};
 use super::scopes::Operation;
 use super::search::{self, FilterGroup, Search, Sort};
 use super::types::{ObjectType, PropertyName, RecordId};
 use crate::error::ToolError;
 use crate::http::{Effect, Method};
+use crate::mapping::CreatedRecord;
 use crate::tools::{Session, Tool};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -20,7 +22,7 @@ use std::collections::BTreeMap;
 pub struct PropertyValues(BTreeMap<PropertyName, Value>);
 
 impl PropertyValues {
-    fn to_wire(&self) -> Result<Map<String, Value>, ToolError> {
+    pub(super) fn to_wire(&self) -> Result<Map<String, Value>, ToolError> {
         self.0
             .iter()
             .map(|(name, value)| {
@@ -42,64 +44,8 @@ impl PropertyValues {
     }
 }
 
-/// A record to associate with.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AssociationInput {
-    /// contacts, companies or deals (or another type with a default association).
-    pub to_object_type: ObjectType,
-    pub to_record_id: RecordId,
-}
-
-/// HubSpot's default (HUBSPOT_DEFINED) association type ids, from HubSpot's associations guide.
-pub fn default_association_type(from: &ObjectType, to: &ObjectType) -> Option<u32> {
-    use ObjectType::*;
-    Some(match (from, to) {
-        (Notes, Contacts) => 202,
-        (Notes, Companies) => 190,
-        (Notes, Deals) => 214,
-        (Calls, Contacts) => 194,
-        (Calls, Companies) => 182,
-        (Calls, Deals) => 206,
-        (Emails, Contacts) => 198,
-        (Emails, Companies) => 186,
-        (Emails, Deals) => 210,
-        (Meetings, Contacts) => 200,
-        (Meetings, Companies) => 188,
-        (Meetings, Deals) => 212,
-        (Tasks, Contacts) => 204,
-        (Tasks, Companies) => 192,
-        (Tasks, Deals) => 216,
-        (Contacts, Companies) => 279,
-        (Companies, Contacts) => 280,
-        (Deals, Contacts) => 3,
-        (Contacts, Deals) => 4,
-        (Deals, Companies) => 341,
-        (Companies, Deals) => 342,
-        _ => return None,
-    })
-}
-
-fn associations_body(
-    from: &ObjectType,
-    list: &[AssociationInput],
-) -> Result<Vec<Value>, ToolError> {
-    list.iter()
-        .map(|a| {
-            let type_id = default_association_type(from, &a.to_object_type).ok_or_else(|| {
-                ToolError::invalid(format!(
-                    "no default association from {from} to {}: create the record first, then use crma_create_association",
-                    a.to_object_type
-                ))
-            })?;
-            Ok(json!({"to": {"id": a.to_record_id.to_string()},
-                      "types": [{"associationCategory": "HUBSPOT_DEFINED", "associationTypeId": type_id}]}))
-        })
-        .collect()
-}
-
 /// The id of a created or changed record, from `id` or (older answers) `entity.id`.
-fn answer_id(answer: &Value) -> Option<String> {
+pub(super) fn answer_id(answer: &Value) -> Option<String> {
     answer["id"]
         .as_str()
         .or(answer["entity"]["id"].as_str())
@@ -107,7 +53,7 @@ fn answer_id(answer: &Value) -> Option<String> {
 }
 
 /// A HubSpot paging cursor (`after`): digits only.
-fn after(cursor: &Option<String>) -> Result<Option<String>, ToolError> {
+pub(super) fn after(cursor: &Option<String>) -> Result<Option<String>, ToolError> {
     match cursor {
         Some(c)
             if !c.is_empty()
@@ -124,7 +70,7 @@ fn after(cursor: &Option<String>) -> Result<Option<String>, ToolError> {
     }
 }
 
-fn next_cursor(answer: &Value) -> Option<String> {
+pub(super) fn next_cursor(answer: &Value) -> Option<String> {
     answer["paging"]["next"]["after"]
         .as_str()
         .map(str::to_string)
@@ -309,7 +255,15 @@ fn create(
     let id = answer_id(&answer).ok_or_else(|| {
         ToolError::OutcomeUnknown(format!("HubSpot accepted the new {object} record but returned no id; search for it before creating it again"))
     })?;
-    Ok(json!({"id": id, "object_type": object}))
+    let mut out = json!({"id": id, "object_type": object});
+    if let Some(warning) = session.remember_created(CreatedRecord {
+        crm: "hubspot",
+        object_type: object,
+        record_id: id,
+    }) {
+        out["warning"] = warning.into();
+    }
+    Ok(out)
 }
 
 /// Input of `crma_update_record`.
@@ -508,7 +462,7 @@ impl Tool for ListUsers {
 }
 
 /// Adds `next_cursor` when HubSpot has another page.
-fn paged(mut out: Value, answer: &Value) -> Value {
+pub(super) fn paged(mut out: Value, answer: &Value) -> Value {
     if let Some(cursor) = next_cursor(answer) {
         out["next_cursor"] = cursor.into();
     }

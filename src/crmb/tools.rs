@@ -10,6 +10,7 @@ use super::records::map_record;
 use crate::error::ToolError;
 use crate::http::{Effect, Method, Request};
 use crate::proxy;
+use crate::mapping::CreatedRecord;
 use crate::tools::{Session, Tool};
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -290,9 +291,15 @@ impl Tool for CreateRecord {
             return Err(map_error(&response, &format!("object {}", input.object)));
         }
         let record_url = instance.map(|i| i.record_url(&input.object, &answer.id).to_string());
-        Ok(
-            json!({"id": answer.id.as_str(), "object": input.object.as_str(), "record_url": record_url}),
-        )
+        let mut out = json!({"id": answer.id.as_str(), "object": input.object.as_str(), "record_url": record_url});
+        if let Some(warning) = session.remember_created(CreatedRecord {
+            crm: "salesforce",
+            object_type: input.object.as_str().into(),
+            record_id: answer.id.as_str().into(),
+        }) {
+            out["warning"] = warning.into();
+        }
+        Ok(out)
     }
 }
 

@@ -10,6 +10,7 @@ mod salesforce;
 use crate::backend::{Backend, BoxFuture};
 use crate::hooks::{CREDENTIAL_HEADER, Credential};
 use crate::host::TenantSpec;
+use crate::mappings::MappingLocation;
 use bytes::Bytes;
 use salesforce::SalesforceData;
 use serde_json::{Value, json};
@@ -78,6 +79,7 @@ impl SandboxCrm {
             credential: Credential::new(credential_value(tenant)),
             settings: Vec::new(),
             results_dir: None,
+            mappings: MappingLocation::Memory,
         }
     }
 

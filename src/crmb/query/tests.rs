@@ -63,6 +63,9 @@ impl Transport for PagedOrg {
         response(200, &self.page(offset).to_string())
     }
     fn sleep(&mut self, _: Duration) {}
+    fn now_unix_millis(&mut self) -> u64 {
+        0
+    }
 }
 
 fn ctx() -> CallContext {

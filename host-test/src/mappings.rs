@@ -1,0 +1,341 @@
+//! The host side of the `mapping-store` import: one SQLite database per tenant.
+//!
+//! Each tenant gets its own database (its own file by default, so mappings survive a restart),
+//! and every row also carries the tenant id, which every query filters on: a call can reach
+//! only the store of the tenant the host is serving. Rows are never deleted; soft deletes set
+//! `deleted` and keep the row.
+
+use rusqlite::{Connection, OptionalExtension, params};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Largest `fields` JSON the host accepts for one mapping.
+const MAX_FIELDS_BYTES: usize = 64 << 10;
+/// Largest id, object type or key the host accepts.
+const MAX_KEY_BYTES: usize = 128;
+/// Most mappings one write may carry.
+const MAX_BATCH: usize = 200_000;
+
+/// Where a tenant's mappings live.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MappingLocation {
+    /// A SQLite file, created when missing: survives restarts.
+    File(PathBuf),
+    /// Memory only, gone when the host stops (tests, throwaway runs).
+    Memory,
+}
+
+/// A mapping as stored (the WIT record plus bookkeeping).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredMapping {
+    /// `user` or `owner`.
+    pub kind: String,
+    pub crm_id: String,
+    /// A JSON object.
+    pub fields: String,
+    pub deleted: bool,
+}
+
+/// A created record's id, as the host kept it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CreatedRow {
+    pub tenant: String,
+    pub user_id: String,
+    pub crm: String,
+    pub object_type: String,
+    pub record_id: String,
+    pub created_at_ms: i64,
+}
+
+/// One tenant's mapping database.
+pub struct MappingDb {
+    tenant: Arc<str>,
+    conn: Mutex<Connection>,
+}
+
+impl std::fmt::Debug for MappingDb {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MappingDb")
+            .field("tenant", &self.tenant)
+            .finish()
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or_default()
+}
+
+fn text(e: rusqlite::Error) -> String {
+    e.to_string()
+}
+
+impl MappingDb {
+    pub fn open(tenant: &str, location: &MappingLocation) -> Result<Self, String> {
+        let conn = match location {
+            MappingLocation::File(path) => {
+                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+                }
+                Connection::open(path).map_err(|e| format!("{}: {e}", path.display()))?
+            }
+            MappingLocation::Memory => Connection::open_in_memory().map_err(text)?,
+        };
+        conn.execute_batch(
+            "PRAGMA journal_mode = WAL;
+             PRAGMA synchronous = NORMAL;
+             PRAGMA busy_timeout = 5000;
+             CREATE TABLE IF NOT EXISTS mappings (
+                 tenant        TEXT    NOT NULL,
+                 kind          TEXT    NOT NULL CHECK (kind IN ('user', 'owner')),
+                 crm_id        TEXT    NOT NULL,
+                 fields        TEXT    NOT NULL CHECK (json_valid(fields)),
+                 deleted       INTEGER NOT NULL DEFAULT 0,
+                 deleted_at_ms INTEGER,
+                 created_at_ms INTEGER NOT NULL,
+                 updated_at_ms INTEGER NOT NULL,
+                 PRIMARY KEY (tenant, kind, crm_id)
+             );
+             CREATE TABLE IF NOT EXISTS created_records (
+                 seq           INTEGER PRIMARY KEY,
+                 tenant        TEXT    NOT NULL,
+                 user_id       TEXT    NOT NULL,
+                 crm           TEXT    NOT NULL,
+                 object_type   TEXT    NOT NULL,
+                 record_id     TEXT    NOT NULL,
+                 created_at_ms INTEGER NOT NULL
+             );",
+        )
+        .map_err(text)?;
+        Ok(MappingDb {
+            tenant: tenant.into(),
+            conn: Mutex::new(conn),
+        })
+    }
+
+    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Every mapping of one kind for this tenant, deleted ones included, in key order.
+    pub fn list(&self, kind: &str) -> Result<Vec<StoredMapping>, String> {
+        let conn = self.conn();
+        let mut statement = conn
+            .prepare_cached(
+                "SELECT kind, crm_id, fields, deleted FROM mappings
+                 WHERE tenant = ?1 AND kind = ?2 ORDER BY crm_id",
+            )
+            .map_err(text)?;
+        let rows = statement
+            .query_map(params![&*self.tenant, kind], |row| {
+                Ok(StoredMapping {
+                    kind: row.get(0)?,
+                    crm_id: row.get(1)?,
+                    fields: row.get(2)?,
+                    deleted: row.get(3)?,
+                })
+            })
+            .map_err(text)?;
+        rows.collect::<Result<_, _>>().map_err(text)
+    }
+
+    /// One mapping by key.
+    pub fn get(&self, kind: &str, crm_id: &str) -> Result<Option<StoredMapping>, String> {
+        self.conn()
+            .query_row(
+                "SELECT kind, crm_id, fields, deleted FROM mappings
+                 WHERE tenant = ?1 AND kind = ?2 AND crm_id = ?3",
+                params![&*self.tenant, kind, crm_id],
+                |row| {
+                    Ok(StoredMapping {
+                        kind: row.get(0)?,
+                        crm_id: row.get(1)?,
+                        fields: row.get(2)?,
+                        deleted: row.get(3)?,
+                    })
+                },
+            )
+            .optional()
+            .map_err(text)
+    }
+
+    /// Inserts or replaces each mapping by key in one transaction: all or none.
+    pub fn put(&self, mappings: &[StoredMapping]) -> Result<(), String> {
+        if mappings.len() > MAX_BATCH {
+            return Err(format!("at most {MAX_BATCH} mappings per write"));
+        }
+        for m in mappings {
+            check_key("crm id", &m.crm_id)?;
+            if m.fields.len() > MAX_FIELDS_BYTES {
+                return Err(format!("mapping {}: fields over {MAX_FIELDS_BYTES} bytes", m.crm_id));
+            }
+            match serde_json::from_str::<serde_json::Value>(&m.fields) {
+                Ok(serde_json::Value::Object(_)) => {}
+                _ => return Err(format!("mapping {}: fields must be a JSON object", m.crm_id)),
+            }
+        }
+        let now = now_ms();
+        let mut conn = self.conn();
+        let tx = conn.transaction().map_err(text)?;
+        {
+            let mut upsert = tx
+                .prepare_cached(
+                    "INSERT INTO mappings
+                         (tenant, kind, crm_id, fields, deleted, deleted_at_ms, created_at_ms, updated_at_ms)
+                     VALUES (?1, ?2, ?3, ?4, ?5, CASE WHEN ?5 THEN ?6 END, ?6, ?6)
+                     ON CONFLICT (tenant, kind, crm_id) DO UPDATE SET
+                         fields = excluded.fields,
+                         deleted = excluded.deleted,
+                         deleted_at_ms = CASE
+                             WHEN excluded.deleted = 0 THEN NULL
+                             WHEN mappings.deleted = 1 THEN mappings.deleted_at_ms
+                             ELSE excluded.updated_at_ms END,
+                         updated_at_ms = excluded.updated_at_ms",
+                )
+                .map_err(text)?;
+            for m in mappings {
+                upsert
+                    .execute(params![&*self.tenant, m.kind, m.crm_id, m.fields, m.deleted, now])
+                    .map_err(text)?;
+            }
+        }
+        tx.commit().map_err(text)
+    }
+
+    /// Keeps a created record's id with the tenant, the acting user and the time.
+    pub fn record_created(
+        &self,
+        user_id: &str,
+        crm: &str,
+        object_type: &str,
+        record_id: &str,
+    ) -> Result<(), String> {
+        if !matches!(crm, "hubspot" | "salesforce") {
+            return Err(format!("unknown CRM {crm:?}"));
+        }
+        check_key("object type", object_type)?;
+        check_key("record id", record_id)?;
+        self.conn()
+            .execute(
+                "INSERT INTO created_records (tenant, user_id, crm, object_type, record_id, created_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                params![&*self.tenant, user_id, crm, object_type, record_id, now_ms()],
+            )
+            .map(drop)
+            .map_err(text)
+    }
+
+    /// Every created-record id kept for this tenant, oldest first.
+    pub fn created_records(&self) -> Result<Vec<CreatedRow>, String> {
+        let conn = self.conn();
+        let mut statement = conn
+            .prepare_cached(
+                "SELECT tenant, user_id, crm, object_type, record_id, created_at_ms
+                 FROM created_records WHERE tenant = ?1 ORDER BY seq",
+            )
+            .map_err(text)?;
+        let rows = statement
+            .query_map(params![&*self.tenant], |row| {
+                Ok(CreatedRow {
+                    tenant: row.get(0)?,
+                    user_id: row.get(1)?,
+                    crm: row.get(2)?,
+                    object_type: row.get(3)?,
+                    record_id: row.get(4)?,
+                    created_at_ms: row.get(5)?,
+                })
+            })
+            .map_err(text)?;
+        rows.collect::<Result<_, _>>().map_err(text)
+    }
+}
+
+fn check_key(what: &str, value: &str) -> Result<(), String> {
+    if value.is_empty() || value.len() > MAX_KEY_BYTES || value.chars().any(char::is_control) {
+        Err(format!("{what} must be 1-{MAX_KEY_BYTES} printable bytes"))
+    } else {
+        Ok(())
+    }
+}
+
+/// The database file for a tenant under a data directory: `{dir}/{tenant}/mappings.sqlite`.
+/// Tenant ids that are not plain names are refused, so no tenant can point at another's file.
+pub fn tenant_file(data_dir: &Path, tenant: &str) -> Result<PathBuf, String> {
+    let plain = !tenant.is_empty()
+        && tenant.len() <= 64
+        && tenant
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        && !tenant.starts_with('-');
+    if plain {
+        Ok(data_dir.join(tenant).join("mappings.sqlite"))
+    } else {
+        Err(format!(
+            "tenant id {tenant:?} cannot name a data directory: use letters, digits, - and _"
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mapping(kind: &str, id: &str, fields: &str, deleted: bool) -> StoredMapping {
+        StoredMapping {
+            kind: kind.into(),
+            crm_id: id.into(),
+            fields: fields.into(),
+            deleted,
+        }
+    }
+
+    #[test]
+    fn mappings_upsert_by_key_and_soft_delete_keeps_the_row() {
+        let db = MappingDb::open("t1", &MappingLocation::Memory).unwrap();
+        db.put(&[mapping("owner", "7", r#"{"email":"a@x.com"}"#, false)])
+            .unwrap();
+        db.put(&[mapping("owner", "7", r#"{"email":"a@x.com"}"#, true)])
+            .unwrap();
+        let all = db.list("owner").unwrap();
+        assert_eq!(all, vec![mapping("owner", "7", r#"{"email":"a@x.com"}"#, true)]);
+        assert!(db.list("user").unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_bad_mapping_rolls_back_the_whole_write() {
+        let db = MappingDb::open("t1", &MappingLocation::Memory).unwrap();
+        let err = db
+            .put(&[
+                mapping("owner", "1", "{}", false),
+                mapping("owner", "2", "not json", false),
+            ])
+            .unwrap_err();
+        assert!(err.contains("JSON object"), "{err}");
+        assert!(db.list("owner").unwrap().is_empty());
+    }
+
+    #[test]
+    fn tenants_sharing_a_file_never_see_each_other() {
+        let dir = std::env::temp_dir().join(format!("crm-host-map-{}", std::process::id()));
+        let file = MappingLocation::File(dir.join("shared.sqlite"));
+        let a = MappingDb::open("a", &file).unwrap();
+        let b = MappingDb::open("b", &file).unwrap();
+        a.put(&[mapping("user", "1", "{}", false)]).unwrap();
+        a.record_created("u", "hubspot", "deals", "5").unwrap();
+        assert!(b.list("user").unwrap().is_empty());
+        assert!(b.created_records().unwrap().is_empty());
+        assert_eq!(a.created_records().unwrap()[0].record_id, "5");
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn tenant_files_are_plain_names_only() {
+        assert!(tenant_file(Path::new("/d"), "acme").is_ok());
+        for bad in ["", "../x", "a/b", ".", "-rf", "a b"] {
+            assert!(tenant_file(Path::new("/d"), bad).is_err(), "{bad}");
+        }
+    }
+}
