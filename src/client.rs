@@ -232,10 +232,7 @@ pub(crate) mod tests {
         );
     }
 
-    fn with_headers(
-        status: u16,
-        headers: &[(&str, &str)],
-    ) -> Result<Response, TransportError> {
+    fn with_headers(status: u16, headers: &[(&str, &str)]) -> Result<Response, TransportError> {
         let mut r = response(status, "{}")?;
         r.headers
             .extend(headers.iter().map(|(k, v)| (k.to_string(), v.to_string())));

@@ -16,8 +16,8 @@ wit_bindgen::generate!({
     generate_all,
 });
 
-use exports::crm::plugin::tools as wit;
 use crm::plugin::mapping_store as wit_store;
+use exports::crm::plugin::tools as wit;
 use wasi::clocks::{monotonic_clock, wall_clock};
 use wasi::http::outgoing_handler;
 use wasi::http::types::{

@@ -65,11 +65,9 @@ impl<'a> Session<'a> {
             .store()
             .map_err(|e| e.to_string())
             .and_then(|store| store.record_created(&record).map_err(|e| e.to_string()));
-        stored.err().map(|why| {
-            format!(
-                "the record was created, but its id was not kept locally ({why})"
-            )
-        })
+        stored
+            .err()
+            .map(|why| format!("the record was created, but its id was not kept locally ({why})"))
     }
 
     /// Wall-clock time in milliseconds since the Unix epoch.

@@ -170,11 +170,19 @@ impl MappingDb {
         for m in mappings {
             check_key("crm id", &m.crm_id)?;
             if m.fields.len() > MAX_FIELDS_BYTES {
-                return Err(format!("mapping {}: fields over {MAX_FIELDS_BYTES} bytes", m.crm_id));
+                return Err(format!(
+                    "mapping {}: fields over {MAX_FIELDS_BYTES} bytes",
+                    m.crm_id
+                ));
             }
             match serde_json::from_str::<serde_json::Value>(&m.fields) {
                 Ok(serde_json::Value::Object(_)) => {}
-                _ => return Err(format!("mapping {}: fields must be a JSON object", m.crm_id)),
+                _ => {
+                    return Err(format!(
+                        "mapping {}: fields must be a JSON object",
+                        m.crm_id
+                    ));
+                }
             }
         }
         let now = now_ms();
@@ -198,7 +206,14 @@ impl MappingDb {
                 .map_err(text)?;
             for m in mappings {
                 upsert
-                    .execute(params![&*self.tenant, m.kind, m.crm_id, m.fields, m.deleted, now])
+                    .execute(params![
+                        &*self.tenant,
+                        m.kind,
+                        m.crm_id,
+                        m.fields,
+                        m.deleted,
+                        now
+                    ])
                     .map_err(text)?;
             }
         }
@@ -300,7 +315,10 @@ mod tests {
         db.put(&[mapping("owner", "7", r#"{"email":"a@x.com"}"#, true)])
             .unwrap();
         let all = db.list("owner").unwrap();
-        assert_eq!(all, vec![mapping("owner", "7", r#"{"email":"a@x.com"}"#, true)]);
+        assert_eq!(
+            all,
+            vec![mapping("owner", "7", r#"{"email":"a@x.com"}"#, true)]
+        );
         assert!(db.list("user").unwrap().is_empty());
     }
 

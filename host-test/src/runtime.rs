@@ -6,8 +6,8 @@
 
 use crate::bindings::PluginPre;
 use crate::bindings::crm::plugin::mapping_store;
-use crate::mappings::{MappingDb, StoredMapping};
 use crate::hooks::BrokerHooks;
+use crate::mappings::{MappingDb, StoredMapping};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;

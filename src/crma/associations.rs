@@ -71,7 +71,6 @@ pub fn associations_body(
         .collect()
 }
 
-
 /// The path segment of an object type in v4 association paths.
 pub fn v4_segment(object: &ObjectType) -> &str {
     match object.type_id() {
@@ -213,7 +212,9 @@ impl Tool for CreateAssociation {
 
     fn run(input: CreateAssociationInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
         if input.object_type == input.to_object_type && input.record_id == input.to_record_id {
-            return Err(ToolError::invalid("a record cannot be associated with itself"));
+            return Err(ToolError::invalid(
+                "a record cannot be associated with itself",
+            ));
         }
         let from = v4_segment(&input.object_type).to_string();
         let to = v4_segment(&input.to_object_type).to_string();
@@ -223,8 +224,21 @@ impl Tool for CreateAssociation {
                 from: input.object_type.clone(),
                 to: input.to_object_type.clone(),
             },
-            vec!["crm", "v4", "objects", &from, &id, "associations", "default", &to, &to_id],
-            format!("{} record {id} or {} record {to_id}", input.object_type, input.to_object_type),
+            vec![
+                "crm",
+                "v4",
+                "objects",
+                &from,
+                &id,
+                "associations",
+                "default",
+                &to,
+                &to_id,
+            ],
+            format!(
+                "{} record {id} or {} record {to_id}",
+                input.object_type, input.to_object_type
+            ),
         )
         .with_method(Method::Put, Effect::Write);
         let answer = client::send(session, call)?;

@@ -253,7 +253,9 @@ impl Account {
     /// Reads and checks the answer: a record link must point at HubSpot, whatever the answer says.
     pub fn from_answer(answer: &Value) -> Result<Self, ToolError> {
         let bad = |why: &str| {
-            ToolError::CrmError(json!({"crm": "hubspot", "error": format!("account details: {why}")}).to_string())
+            ToolError::CrmError(
+                json!({"crm": "hubspot", "error": format!("account details: {why}")}).to_string(),
+            )
         };
         let portal_id = answer["portalId"]
             .as_u64()
@@ -264,9 +266,9 @@ impl Account {
             .to_ascii_lowercase();
         let is_host = !ui_domain.is_empty()
             && ui_domain.len() <= 253
-            && ui_domain
-                .split('.')
-                .all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
+            && ui_domain.split('.').all(|l| {
+                !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            });
         if !is_host || !(ui_domain == "hubspot.com" || ui_domain.ends_with(".hubspot.com")) {
             return Err(bad("uiDomain is not a hubspot.com host"));
         }
@@ -377,7 +379,9 @@ mod tests {
                 "{hostile}"
             );
         }
-        assert!(Account::from_answer(&json!({"portalId": "1", "uiDomain": "app.hubspot.com"})).is_err());
+        assert!(
+            Account::from_answer(&json!({"portalId": "1", "uiDomain": "app.hubspot.com"})).is_err()
+        );
     }
 
     #[test]

@@ -113,7 +113,9 @@ impl Snapshot {
             let id = id_text(&owner["id"]).ok_or_else(|| missing_id("owner"))?;
             let user_id = id_text(&owner["userId"]);
             if let Some(user) = &user_id {
-                let linked = owner_of_user.entry(user.clone()).or_insert((id.clone(), archived));
+                let linked = owner_of_user
+                    .entry(user.clone())
+                    .or_insert((id.clone(), archived));
                 if linked.1 && !archived {
                     *linked = (id.clone(), archived);
                 }
@@ -273,24 +275,57 @@ impl Tool for SyncUsers {
         let with_teams = check(&granted, &Operation::ListTeams).is_ok();
 
         let limit = |n: u32| vec![("limit", n.to_string())];
-        let users = read_all(session, Operation::ListUsers, vec!["settings", "v3", "users"], limit(100), "users")?;
+        let users = read_all(
+            session,
+            Operation::ListUsers,
+            vec!["settings", "v3", "users"],
+            limit(100),
+            "users",
+        )?;
         let names = |items: Vec<Value>| -> HashMap<String, String> {
             items
                 .iter()
                 .filter_map(|i| Some((id_text(&i["id"])?, i["name"].as_str()?.to_string())))
                 .collect()
         };
-        let roles = names(read_all(session, Operation::ListRoles, vec!["settings", "v3", "users", "roles"], vec![], "roles")?);
+        let roles = names(read_all(
+            session,
+            Operation::ListRoles,
+            vec!["settings", "v3", "users", "roles"],
+            vec![],
+            "roles",
+        )?);
         let teams = if with_teams {
-            Some(names(read_all(session, Operation::ListTeams, vec!["settings", "v3", "users", "teams"], vec![], "teams")?))
+            Some(names(read_all(
+                session,
+                Operation::ListTeams,
+                vec!["settings", "v3", "users", "teams"],
+                vec![],
+                "teams",
+            )?))
         } else {
             None
         };
         let owners = |archived: bool| {
-            vec![("limit", "500".to_string()), ("archived", archived.to_string())]
+            vec![
+                ("limit", "500".to_string()),
+                ("archived", archived.to_string()),
+            ]
         };
-        let active_owners = read_all(session, Operation::ListOwners, vec!["crm", "v3", "owners"], owners(false), "owners")?;
-        let archived_owners = read_all(session, Operation::ListOwners, vec!["crm", "v3", "owners"], owners(true), "archived owners")?;
+        let active_owners = read_all(
+            session,
+            Operation::ListOwners,
+            vec!["crm", "v3", "owners"],
+            owners(false),
+            "owners",
+        )?;
+        let archived_owners = read_all(
+            session,
+            Operation::ListOwners,
+            vec!["crm", "v3", "owners"],
+            owners(true),
+            "archived owners",
+        )?;
         let snapshot = Snapshot {
             users,
             roles,
@@ -301,7 +336,9 @@ impl Tool for SyncUsers {
         let observed = snapshot.mappings()?;
 
         let store_failed = |e: crate::mapping::StoreError| {
-            ToolError::Unavailable(format!("{e}; nothing was changed locally, run the sync again later"))
+            ToolError::Unavailable(format!(
+                "{e}; nothing was changed locally, run the sync again later"
+            ))
         };
         let store = session.store()?;
         let mut writes = Vec::new();
@@ -309,7 +346,11 @@ impl Tool for SyncUsers {
         let mut by_kind = Map::new();
         for (kind, name) in [(MappingKind::User, "users"), (MappingKind::Owner, "owners")] {
             let stored = store.list(kind).map_err(store_failed)?;
-            let seen = observed.iter().filter(|m| m.kind == kind).cloned().collect();
+            let seen = observed
+                .iter()
+                .filter(|m| m.kind == kind)
+                .cloned()
+                .collect();
             let (changes, counts) = plan(stored, seen);
             writes.extend(changes);
             total.add(counts);

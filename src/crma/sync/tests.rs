@@ -1,1 +1,292 @@
+use super::*;
+use crate::client::tests::{ScriptedTransport, response};
+use crate::config::{Config, keys};
+use crate::context::CallContext;
+use crate::http::{Response, TransportError};
+use crate::mapping::MemoryStore;
 
+const ALL: &[&str] = &[
+    "settings.users.read",
+    "crm.objects.owners.read",
+    "settings.users.teams.read",
+];
+
+fn ctx(scopes: &[&str]) -> CallContext {
+    CallContext {
+        tenant_id: "t1".into(),
+        user_id: "u1".into(),
+        granted_scopes: scopes.iter().map(|s| s.to_string()).collect(),
+        instance_url: None,
+    }
+}
+
+fn sync(
+    script: Vec<Result<Response, TransportError>>,
+    scopes: &[&str],
+    store: &mut MemoryStore,
+) -> (Result<Value, ToolError>, ScriptedTransport) {
+    let config = Config::from_vars([(keys::PROXY_BASE, "https://broker.example.com")]).unwrap();
+    let ctx = ctx(scopes);
+    let mut transport = ScriptedTransport::new(script);
+    let result = {
+        let mut session = Session::new(&ctx, Ok(&config), &mut transport).with_store(store);
+        SyncUsers::run(NoInput {}, &mut session)
+    };
+    (result, transport)
+}
+
+fn page(results: Value, after: Option<&str>) -> Result<Response, TransportError> {
+    let mut body = json!({"results": results});
+    if let Some(after) = after {
+        body["paging"] = json!({"next": {"after": after, "link": "https://api.hubapi.com/x"}});
+    }
+    response(200, &body.to_string())
+}
+
+fn owner(id: u64, user: u64, email: &str, archived: bool) -> Value {
+    json!({"id": id.to_string(), "email": email, "firstName": "F", "lastName": "L", "userId": user,
+           "archived": archived, "teams": [{"id": "9", "name": "Sales", "primary": true}],
+           "createdAt": "2025-01-01T00:00:00Z", "updatedAt": "2025-06-01T00:00:00Z"})
+}
+
+fn user(id: &str, email: &str) -> Value {
+    json!({"id": id, "email": email, "roleIds": ["100"], "primaryTeamId": "9", "secondaryTeamIds": [],
+           "superAdmin": false})
+}
+
+/// users (1 page), roles, teams, active owners (given pages), archived owners (given pages).
+fn script(
+    owners: Vec<Result<Response, TransportError>>,
+    archived: Vec<Result<Response, TransportError>>,
+) -> Vec<Result<Response, TransportError>> {
+    let mut s = vec![
+        page(
+            json!([user("1", "ana@acme.com"), user("2", "bo@acme.com")]),
+            None,
+        ),
+        page(json!([{"id": "100", "name": "Sales rep"}]), None),
+        page(
+            json!([{"id": "9", "name": "Sales", "userIds": ["1"]}]),
+            None,
+        ),
+    ];
+    s.extend(owners);
+    s.extend(archived);
+    s
+}
+
+fn active() -> Vec<Result<Response, TransportError>> {
+    vec![page(
+        json!([
+            owner(11, 1, "ana@acme.com", false),
+            owner(12, 2, "bo@acme.com", false)
+        ]),
+        None,
+    )]
+}
+
+fn none() -> Vec<Result<Response, TransportError>> {
+    vec![page(json!([]), None)]
+}
+
+#[test]
+fn first_run_creates_and_second_run_changes_nothing() {
+    let mut store = MemoryStore::default();
+    let (out, t) = sync(script(active(), none()), ALL, &mut store);
+    let out = out.unwrap();
+    assert_eq!(
+        (
+            out["created"].clone(),
+            out["updated"].clone(),
+            out["unchanged"].clone(),
+            out["soft_deleted"].clone()
+        ),
+        (json!(4), json!(0), json!(0), json!(0))
+    );
+    assert_eq!(t.sent.len(), 5);
+    let paths: Vec<String> = t
+        .sent
+        .iter()
+        .map(|r| format!("{}?{}", r.url.path(), r.url.query().unwrap_or_default()))
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "/sdk/proxy/hubspot/settings/v3/users?limit=100",
+            "/sdk/proxy/hubspot/settings/v3/users/roles?",
+            "/sdk/proxy/hubspot/settings/v3/users/teams?",
+            "/sdk/proxy/hubspot/crm/v3/owners?limit=500&archived=false",
+            "/sdk/proxy/hubspot/crm/v3/owners?limit=500&archived=true",
+        ]
+    );
+    let ana = &store.mappings[&(MappingKind::User, "1".into())];
+    assert_eq!(ana.fields["owner_id"], "11");
+    assert_eq!(ana.fields["role_names"], json!(["Sales rep"]));
+    assert_eq!(ana.fields["team_names"], json!(["Sales"]));
+    assert_eq!(
+        store.mappings[&(MappingKind::Owner, "12".into())].fields["user_id"],
+        "2"
+    );
+
+    let (out, _) = sync(script(active(), none()), ALL, &mut store);
+    let out = out.unwrap();
+    assert_eq!(
+        (out["created"].clone(), out["unchanged"].clone()),
+        (json!(0), json!(4))
+    );
+    assert_eq!(store.puts, 1, "an unchanged run writes nothing");
+    assert_eq!(store.mappings.len(), 4, "a re-run never duplicates");
+}
+
+#[test]
+fn an_archived_owner_is_soft_deleted_and_restored_when_it_returns() {
+    let mut store = MemoryStore::default();
+    sync(script(active(), none()), ALL, &mut store).0.unwrap();
+
+    // Owner 12 is archived in HubSpot: listed only with archived=true.
+    let only_ana = vec![page(json!([owner(11, 1, "ana@acme.com", false)]), None)];
+    let bo_archived = vec![page(json!([owner(12, 2, "bo@acme.com", true)]), None)];
+    let (out, _) = sync(script(only_ana, bo_archived), ALL, &mut store);
+    let out = out.unwrap();
+    assert_eq!(out["soft_deleted"], 1, "{out}");
+    assert_eq!(out["owners"]["soft_deleted"], 1);
+    let bo = &store.mappings[&(MappingKind::Owner, "12".into())];
+    assert!(bo.deleted, "kept and marked deleted, not removed");
+    assert_eq!(bo.fields["email"], "bo@acme.com");
+
+    let (out, _) = sync(script(active(), none()), ALL, &mut store);
+    let out = out.unwrap();
+    assert_eq!(
+        (out["restored"].clone(), out["updated"].clone()),
+        (json!(1), json!(1))
+    );
+    assert!(!store.mappings[&(MappingKind::Owner, "12".into())].deleted);
+}
+
+#[test]
+fn a_user_gone_from_the_account_is_soft_deleted() {
+    let mut store = MemoryStore::default();
+    sync(script(active(), none()), ALL, &mut store).0.unwrap();
+    let mut s = script(active(), none());
+    s[0] = page(json!([user("1", "ana@acme.com")]), None);
+    let out = sync(s, ALL, &mut store).0.unwrap();
+    assert_eq!(out["users"]["soft_deleted"], 1);
+    assert!(store.mappings[&(MappingKind::User, "2".into())].deleted);
+    assert_eq!(store.mappings.len(), 4);
+}
+
+#[test]
+fn every_page_of_owners_is_read() {
+    let mut store = MemoryStore::default();
+    let pages = vec![
+        page(json!([owner(11, 1, "a@x.com", false)]), Some("11")),
+        page(json!([owner(12, 2, "b@x.com", false)]), Some("12")),
+        page(json!([owner(13, 3, "c@x.com", false)]), None),
+    ];
+    let (out, t) = sync(script(pages, none()), ALL, &mut store);
+    assert_eq!(out.unwrap()["owners"]["created"], 3);
+    let owner_queries: Vec<&str> = t
+        .sent
+        .iter()
+        .filter(|r| r.url.path().ends_with("/owners"))
+        .map(|r| r.url.query().unwrap())
+        .collect();
+    assert_eq!(
+        owner_queries,
+        [
+            "limit=500&archived=false",
+            "limit=500&archived=false&after=11",
+            "limit=500&archived=false&after=12",
+            "limit=500&archived=true",
+        ]
+    );
+}
+
+#[test]
+fn a_failed_page_changes_nothing_locally() {
+    let mut store = MemoryStore::default();
+    sync(script(active(), none()), ALL, &mut store).0.unwrap();
+    let before = store.mappings.clone();
+    // The archived listing fails after every retry: no soft delete on a partial picture.
+    let failing = vec![
+        response(500, "{}"),
+        response(500, "{}"),
+        response(500, "{}"),
+    ];
+    let (out, _) = sync(
+        script(vec![page(json!([]), None)], failing),
+        ALL,
+        &mut store,
+    );
+    assert!(out.is_err());
+    assert_eq!(store.mappings, before);
+}
+
+#[test]
+fn missing_scopes_name_both_listings_and_send_nothing() {
+    let mut store = MemoryStore::default();
+    let (out, t) = sync(vec![], &["oauth"], &mut store);
+    assert_eq!(
+        out.unwrap_err(),
+        ToolError::MissingScopes(vec![
+            "settings.users.read".into(),
+            "crm.objects.users.read".into(),
+            "crm.objects.owners.read".into()
+        ])
+    );
+    assert!(t.sent.is_empty());
+    // Without the teams scope the sync still runs, without team names.
+    let (out, t) = sync(
+        vec![
+            page(json!([user("1", "a@x.com")]), None),
+            page(json!([]), None),
+            page(json!([]), None),
+            page(json!([]), None),
+        ],
+        &["crm.objects.users.read", "crm.objects.owners.read"],
+        &mut store,
+    );
+    assert_eq!(out.unwrap()["teams_included"], false);
+    assert!(t.sent.iter().all(|r| !r.url.path().ends_with("/teams")));
+    assert!(
+        !store.mappings[&(MappingKind::User, "1".into())]
+            .fields
+            .contains_key("team_names")
+    );
+}
+
+#[test]
+fn plan_counts_each_case() {
+    let m = |id: &str, email: &str, deleted: bool| Mapping {
+        kind: MappingKind::Owner,
+        crm_id: id.into(),
+        fields: object(json!({"email": email})),
+        deleted,
+    };
+    let stored = vec![
+        m("1", "a", false),
+        m("2", "b", false),
+        m("3", "c", true),
+        m("4", "d", false),
+    ];
+    let observed = vec![
+        m("1", "a", false),
+        m("2", "B", false),
+        m("3", "c", false),
+        m("5", "e", false),
+    ];
+    let (writes, counts) = plan(stored, observed);
+    assert_eq!(
+        counts,
+        Counts {
+            created: 1,
+            updated: 2,
+            unchanged: 1,
+            soft_deleted: 1,
+            restored: 1
+        }
+    );
+    let ids: Vec<&str> = writes.iter().map(|w| w.crm_id.as_str()).collect();
+    assert_eq!(ids, ["2", "3", "5", "4"]);
+    assert!(writes[3].deleted && writes[3].fields["email"] == "d");
+}

@@ -1,8 +1,15 @@
 use super::*;
+use crate::client::tests::NOW_UNIX_MILLIS;
 use crate::client::tests::{ScriptedTransport, response};
 use crate::config::{Config, keys};
 use crate::context::CallContext;
+use crate::crma::activity::LogActivity;
+use crate::crma::associations::{CreateAssociation, GetAssociations};
+use crate::crma::metadata::{
+    GenerateRecordUrl, GetAccountDetails, GetPipelineStages, GetProperties, ListRoles,
+};
 use crate::http::Method;
+use crate::mapping::MemoryStore;
 use crate::tools::Session;
 
 fn ctx(scopes: &[&str]) -> CallContext {
@@ -78,10 +85,63 @@ fn every_tool_checks_its_scope_before_sending() {
             "settings.users.read",
             r#"{"results":[]}"#,
         ),
+        (
+            run::<GetAssociations>,
+            json!({"object_type": "deals", "record_id": "5", "to_object_type": "contacts"}),
+            "crm.objects.deals.read",
+            r#"{"results":[]}"#,
+        ),
+        (
+            run::<CreateAssociation>,
+            json!({"object_type": "contacts", "record_id": "5", "to_object_type": "companies", "to_record_id": "6"}),
+            "crm.objects.companies.write",
+            r#"{"status":"COMPLETE","results":[]}"#,
+        ),
+        (
+            run::<LogActivity>,
+            json!({"activity_type": "note", "properties": {"hs_note_body": "Called"}}),
+            "crm.objects.contacts.write",
+            r#"{"id":"77"}"#,
+        ),
+        (
+            run::<ListRoles>,
+            json!({}),
+            "crm.objects.users.read",
+            r#"{"results":[]}"#,
+        ),
+        (
+            run::<GetPipelineStages>,
+            json!({"object_type": "deals", "pipeline_id": "default"}),
+            "crm.objects.deals.read",
+            r#"{"results":[]}"#,
+        ),
+        (
+            run::<GetProperties>,
+            json!({"object_type": "companies"}),
+            "crm.schemas.companies.read",
+            r#"{"results":[]}"#,
+        ),
+        (
+            run::<GetAccountDetails>,
+            json!({}),
+            "oauth",
+            r#"{"portalId":1,"uiDomain":"app.hubspot.com"}"#,
+        ),
+        (
+            run::<GenerateRecordUrl>,
+            json!({"object_type": "deals", "record_id": "5"}),
+            "oauth",
+            r#"{"portalId":1,"uiDomain":"app.hubspot.com"}"#,
+        ),
     ];
     for (runner, input, scope, answer) in cases {
+        let lacking: &[&str] = if scope == "oauth" {
+            &["crm.objects.deals.read"]
+        } else {
+            &["crm.objects.deals.read.typo"]
+        };
         let mut t = ScriptedTransport::default();
-        let err = runner(&mut t, &["oauth"], input.clone()).unwrap_err();
+        let err = runner(&mut t, lacking, input.clone()).unwrap_err();
         assert!(
             matches!(&err, ToolError::MissingScopes(s) if s.iter().any(|x| x == scope)),
             "{input}: {err:?}"
@@ -280,4 +340,348 @@ fn owners_and_users_page_with_cursors() {
     assert_eq!(t.sent[0].url.query(), Some("limit=100&after=abc"));
     assert_eq!(out["results"][0]["role_ids"], json!(["3"]));
     assert!(out.get("next_cursor").is_none());
+}
+
+#[test]
+fn associations_read_every_page_up_to_the_budget_with_v4_type_ids() {
+    let mut t = ScriptedTransport::new([
+        response(
+            200,
+            r#"{"results":[{"toObjectId":101,"associationTypes":[{"category":"HUBSPOT_DEFINED","typeId":214,"label":null}]}],"paging":{"next":{"after":"MTAx"}}}"#,
+        ),
+        response(
+            200,
+            r#"{"results":[{"toObjectId":"102","associationTypes":[{"category":"USER_DEFINED","typeId":7,"label":"Decision maker"}]}]}"#,
+        ),
+    ]);
+    let out = run::<GetAssociations>(
+        &mut t,
+        &["crm.objects.deals.read"],
+        json!({"object_type": "deals", "record_id": "5", "to_object_type": "meetings"}),
+    )
+    .unwrap();
+    assert_eq!(
+        t.sent[0].url.path(),
+        "/sdk/proxy/hubspot/crm/v4/objects/deals/5/associations/0-47"
+    );
+    assert_eq!(t.sent[0].url.query(), Some("limit=500"));
+    assert_eq!(t.sent[1].url.query(), Some("limit=500&after=MTAx"));
+    assert_eq!(out["count"], 2);
+    assert_eq!(out["results"][0]["to_object_id"], "101");
+    assert_eq!(
+        out["results"][1]["association_types"][0]["label"],
+        "Decision maker"
+    );
+    assert!(out.get("next_cursor").is_none());
+
+    // A budget of 1 stops after the first page and hands back the cursor.
+    let mut t = ScriptedTransport::new([response(
+        200,
+        r#"{"results":[{"toObjectId":101,"associationTypes":[]}],"paging":{"next":{"after":"MTAx"}}}"#,
+    )]);
+    let out = run::<GetAssociations>(
+        &mut t,
+        &["oauth"],
+        json!({"object_type": "calls", "record_id": "5", "to_object_type": "contacts", "max_results": 1}),
+    )
+    .unwrap();
+    assert_eq!(
+        t.sent[0].url.as_str(),
+        "https://broker.example.com/sdk/proxy/hubspot/crm/v4/objects/0-48/5/associations/contacts?limit=1"
+    );
+    assert_eq!(out["next_cursor"], "MTAx");
+}
+
+#[test]
+fn create_association_is_a_bodiless_v4_put_sent_once() {
+    let mut t = ScriptedTransport::new([response(
+        200,
+        r#"{"status":"COMPLETE","results":[{"from":{"id":"5"},"to":{"id":"6"},"associationSpec":{"associationCategory":"HUBSPOT_DEFINED","associationTypeId":279}}]}"#,
+    )]);
+    let out = run::<CreateAssociation>(
+        &mut t,
+        &["crm.objects.contacts.write"],
+        json!({"object_type": "contacts", "record_id": "5", "to_object_type": "companies", "to_record_id": "6"}),
+    )
+    .unwrap();
+    assert_eq!(t.sent[0].method, Method::Put);
+    assert_eq!(
+        t.sent[0].url.path(),
+        "/sdk/proxy/hubspot/crm/v4/objects/contacts/5/associations/default/companies/6"
+    );
+    assert!(t.sent[0].body.is_none());
+    assert_eq!(out["association_types"][0]["type_id"], 279);
+    let mut t = ScriptedTransport::new([response(503, "")]);
+    let err = run::<CreateAssociation>(
+        &mut t,
+        &["crm.objects.contacts.write"],
+        json!({"object_type": "contacts", "record_id": "5", "to_object_type": "companies", "to_record_id": "6"}),
+    )
+    .unwrap_err();
+    assert!(matches!(err, ToolError::OutcomeUnknown(_)));
+    assert_eq!(t.sent.len(), 1);
+}
+
+#[test]
+fn log_activity_sends_timestamp_owner_and_pinned_associations() {
+    let mut t = ScriptedTransport::new([response(201, r#"{"id":"3001","properties":{}}"#)]);
+    let out = run::<LogActivity>(
+        &mut t,
+        &["crm.objects.contacts.write"],
+        json!({"activity_type": "call",
+               "properties": {"hs_call_title": "Renewal call", "hs_call_duration": 600000, "hs_call_direction": "OUTBOUND"},
+               "owner_id": "41",
+               "associations": [{"to_object_type": "contacts", "to_record_id": "51"},
+                                {"to_object_type": "companies", "to_record_id": "44"},
+                                {"to_object_type": "deals", "to_record_id": "901"}]}),
+    )
+    .unwrap();
+    assert_eq!(
+        t.sent[0].url.path(),
+        "/sdk/proxy/hubspot/crm/v3/objects/calls"
+    );
+    let types =
+        |id: u32| json!([{"associationCategory": "HUBSPOT_DEFINED", "associationTypeId": id}]);
+    assert_eq!(
+        body(&t, 0),
+        json!({
+            "properties": {"hs_call_title": "Renewal call", "hs_call_duration": "600000",
+                           "hs_call_direction": "OUTBOUND", "hubspot_owner_id": "41",
+                           "hs_timestamp": "2026-11-21T09:30:00.000Z"},
+            "associations": [{"to": {"id": "51"}, "types": types(194)},
+                             {"to": {"id": "44"}, "types": types(182)},
+                             {"to": {"id": "901"}, "types": types(206)}]
+        })
+    );
+    assert_eq!(out["id"], "3001");
+    assert_eq!(NOW_UNIX_MILLIS, 1_795_253_400_000);
+
+    // Every type's pinned ids, and an explicit time passes through unchanged.
+    for (kind, main, ids) in [
+        ("note", "hs_note_body", [202, 190, 214]),
+        ("email", "hs_email_subject", [198, 186, 210]),
+        ("meeting", "hs_meeting_title", [200, 188, 212]),
+        ("task", "hs_task_subject", [204, 192, 216]),
+    ] {
+        let mut t = ScriptedTransport::new([response(201, r#"{"id":"1"}"#)]);
+        run::<LogActivity>(&mut t, &["crm.objects.contacts.write"], json!({
+            "activity_type": kind, "properties": {main: "x"}, "timestamp": "2026-11-20T15:00:00Z",
+            "associations": [{"to_object_type": "contacts", "to_record_id": "1"},
+                             {"to_object_type": "companies", "to_record_id": "2"},
+                             {"to_object_type": "deals", "to_record_id": "3"}]
+        }))
+        .unwrap();
+        let sent = body(&t, 0);
+        assert_eq!(sent["properties"]["hs_timestamp"], "2026-11-20T15:00:00Z");
+        let got: Vec<&Value> = sent["associations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| &a["types"][0]["associationTypeId"])
+            .collect();
+        assert_eq!(
+            got,
+            ids.map(Value::from).iter().collect::<Vec<_>>(),
+            "{kind}"
+        );
+    }
+}
+
+#[test]
+fn log_activity_refuses_empty_or_conflicting_input_without_sending() {
+    for input in [
+        json!({"activity_type": "note"}),
+        json!({"activity_type": "note", "properties": {"hs_note_body": "  "}}),
+        json!({"activity_type": "note", "properties": {"hs_note_body": "x", "hs_timestamp": "1"}, "timestamp": "2"}),
+        json!({"activity_type": "note", "properties": {"hs_note_body": "x", "hubspot_owner_id": "1"}, "owner_id": "2"}),
+        json!({"activity_type": "note", "properties": {"hs_note_body": "x"}, "timestamp": "tomorrow"}),
+        json!({"activity_type": "sms", "properties": {"hs_note_body": "x"}}),
+        json!({"activity_type": "task", "properties": {"hs_task_subject": "x"},
+               "associations": [{"to_object_type": "notes", "to_record_id": "1"}]}),
+    ] {
+        let mut t = ScriptedTransport::default();
+        let err =
+            run::<LogActivity>(&mut t, &["crm.objects.contacts.write"], input.clone()).unwrap_err();
+        assert!(
+            matches!(err, ToolError::InvalidInput(_)),
+            "{input}: {err:?}"
+        );
+        assert!(t.sent.is_empty());
+    }
+}
+
+#[test]
+fn creates_keep_only_the_returned_id_locally() {
+    let config = Config::from_vars([(keys::PROXY_BASE, "https://broker.example.com")]).unwrap();
+    let ctx = ctx(&["crm.objects.deals.write", "crm.objects.contacts.write"]);
+    let mut store = MemoryStore::default();
+    let mut t = ScriptedTransport::new([
+        response(
+            201,
+            r#"{"id":"901","properties":{"dealname":"Secret deal"}}"#,
+        ),
+        response(201, r#"{"id":"3001"}"#),
+    ]);
+    {
+        let mut session = Session::new(&ctx, Ok(&config), &mut t).with_store(&mut store);
+        let input = serde_json::from_value(
+            json!({"object_type": "deals", "properties": {"dealname": "Secret deal"}}),
+        )
+        .unwrap();
+        let out = CreateRecord::run(input, &mut session).unwrap();
+        assert!(out.get("warning").is_none());
+        let input = serde_json::from_value(
+            json!({"activity_type": "note", "properties": {"hs_note_body": "hi"}}),
+        )
+        .unwrap();
+        LogActivity::run(input, &mut session).unwrap();
+    }
+    let kept: Vec<(&str, &str, &str)> = store
+        .created
+        .iter()
+        .map(|c| (c.crm, c.object_type.as_str(), c.record_id.as_str()))
+        .collect();
+    assert_eq!(
+        kept,
+        [("hubspot", "deals", "901"), ("hubspot", "notes", "3001")]
+    );
+    // Without a store the record still exists: a warning, not an error.
+    let mut t = ScriptedTransport::new([response(201, r#"{"id":"902"}"#)]);
+    let out = run::<CreateRecord>(
+        &mut t,
+        &["crm.objects.deals.write"],
+        json!({"object_type": "deals", "properties": {"dealname": "x"}}),
+    )
+    .unwrap();
+    assert_eq!(out["id"], "902");
+    assert!(
+        out["warning"]
+            .as_str()
+            .unwrap()
+            .contains("not kept locally")
+    );
+}
+
+#[test]
+fn metadata_tools_call_the_documented_paths() {
+    let mut t = ScriptedTransport::new([response(
+        200,
+        r#"{"results":[{"id":"closedwon","label":"Closed won","displayOrder":5,"metadata":{"isClosed":"true","probability":"1.0"},"archived":false}]}"#,
+    )]);
+    let out = run::<GetPipelineStages>(
+        &mut t,
+        &["crm.schemas.deals.read"],
+        json!({"object_type": "deals", "pipeline_id": "default"}),
+    )
+    .unwrap();
+    assert_eq!(
+        t.sent[0].url.path(),
+        "/sdk/proxy/hubspot/crm/v3/pipelines/deals/default/stages"
+    );
+    assert_eq!(out["stages"][0]["id"], "closedwon");
+    assert_eq!(out["stages"][0]["probability"], "1.0");
+
+    let mut t = ScriptedTransport::new([response(
+        200,
+        r#"{"results":[{"id":"default","label":"Sales","displayOrder":0,"stages":[{"id":"a","label":"A"}]}]}"#,
+    )]);
+    let out = run::<GetPipelineStages>(
+        &mut t,
+        &["crm.objects.deals.read"],
+        json!({"object_type": "deals"}),
+    )
+    .unwrap();
+    assert_eq!(
+        t.sent[0].url.path(),
+        "/sdk/proxy/hubspot/crm/v3/pipelines/deals"
+    );
+    assert_eq!(out["pipelines"][0]["stages"][0]["id"], "a");
+
+    let mut t = ScriptedTransport::new([response(
+        200,
+        r#"{"results":[{"name":"industry","label":"Industry","type":"enumeration","fieldType":"select","options":[{"label":"Energy","value":"ENERGY","hidden":false}]},{"name":"old","label":"Old","type":"string","fieldType":"text","archived":true}]}"#,
+    )]);
+    let out = run::<GetProperties>(
+        &mut t,
+        &["crm.objects.companies.read"],
+        json!({"object_type": "companies"}),
+    )
+    .unwrap();
+    assert_eq!(
+        t.sent[0].url.path(),
+        "/sdk/proxy/hubspot/crm/v3/properties/companies"
+    );
+    assert_eq!(
+        out["properties"],
+        json!([{"name": "industry", "label": "Industry", "type": "enumeration", "field_type": "select",
+                "options": [{"label": "Energy", "value": "ENERGY"}]}])
+    );
+
+    let mut t = ScriptedTransport::new([response(
+        200,
+        r#"{"results":[{"id":"100","name":"Sales rep","requiresBillingWrite":false}]}"#,
+    )]);
+    let out = run::<ListRoles>(&mut t, &["settings.users.read"], json!({})).unwrap();
+    assert_eq!(
+        t.sent[0].url.path(),
+        "/sdk/proxy/hubspot/settings/v3/users/roles"
+    );
+    assert_eq!(out["results"], json!([{"id": "100", "name": "Sales rep"}]));
+
+    let details = r#"{"portalId":12345678,"accountType":"STANDARD","timeZone":"America/New_York","companyCurrency":"USD","additionalCurrencies":[],"utcOffset":"-05:00","utcOffsetMilliseconds":-18000000,"uiDomain":"app.hubspot.com","dataHostingLocation":"na1"}"#;
+    let mut t = ScriptedTransport::new([response(200, details)]);
+    let out = run::<GetAccountDetails>(&mut t, &["oauth"], json!({})).unwrap();
+    assert_eq!(
+        t.sent[0].url.path(),
+        "/sdk/proxy/hubspot/account-info/v3/details"
+    );
+    assert_eq!(
+        (out["portal_id"].clone(), out["time_zone"].clone()),
+        (json!(12345678), json!("America/New_York"))
+    );
+    let mut t = ScriptedTransport::new([response(200, details)]);
+    let out = run::<GenerateRecordUrl>(
+        &mut t,
+        &["oauth"],
+        json!({"object_type": "contacts", "record_id": "51"}),
+    )
+    .unwrap();
+    assert_eq!(
+        out["url"],
+        "https://app.hubspot.com/contacts/12345678/record/0-1/51"
+    );
+
+    // Types without pipelines, and custom types named by p_ in links, are refused unsent.
+    for (runner, input) in [
+        (
+            run::<GetPipelineStages>
+                as fn(&mut ScriptedTransport, &[&str], Value) -> Result<Value, ToolError>,
+            json!({"object_type": "contacts", "pipeline_id": "default"}),
+        ),
+        (
+            run::<GetPipelineStages>,
+            json!({"object_type": "deals", "pipeline_id": "../x"}),
+        ),
+        (
+            run::<GenerateRecordUrl>,
+            json!({"object_type": "p_cars", "record_id": "1"}),
+        ),
+    ] {
+        let mut t = ScriptedTransport::default();
+        let err = runner(
+            &mut t,
+            &[
+                "oauth",
+                "crm.objects.contacts.read",
+                "crm.objects.deals.read",
+            ],
+            input.clone(),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(err, ToolError::InvalidInput(_)),
+            "{input}: {err:?}"
+        );
+        assert!(t.sent.is_empty());
+    }
 }
