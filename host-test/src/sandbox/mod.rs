@@ -5,6 +5,7 @@
 //! tenant only its own data. It answers in the CRMs' own JSON shapes; creates and updates
 //! change the tenant's data for later reads (until the process ends).
 
+mod hubspot;
 mod salesforce;
 
 use crate::backend::{Backend, BoxFuture};
@@ -12,6 +13,7 @@ use crate::hooks::{CREDENTIAL_HEADER, Credential};
 use crate::host::TenantSpec;
 use crate::mappings::MappingLocation;
 use bytes::Bytes;
+use hubspot::HubSpotData;
 use salesforce::SalesforceData;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -31,6 +33,7 @@ const DATASETS: &[(&str, &str)] = &[
 /// One tenant's data.
 struct Dataset {
     salesforce: Mutex<SalesforceData>,
+    hubspot: Mutex<HubSpotData>,
 }
 
 /// The sandbox broker.
@@ -53,7 +56,12 @@ impl SandboxCrm {
             .map(|(tenant, text)| {
                 let data: Value = serde_json::from_str(text).expect("sandbox data is JSON");
                 let salesforce = Mutex::new(SalesforceData::from_json(&data["salesforce"]));
-                (credential_value(tenant), Arc::new(Dataset { salesforce }))
+                let hubspot = Mutex::new(HubSpotData::from_json(&data["hubspot"]));
+                let dataset = Dataset {
+                    salesforce,
+                    hubspot,
+                };
+                (credential_value(tenant), Arc::new(dataset))
             })
             .collect();
         SandboxCrm {
@@ -88,16 +96,32 @@ impl SandboxCrm {
             .headers()
             .get(CREDENTIAL_HEADER)
             .and_then(|v| v.to_str().ok());
-        let Some(dataset) = credential.and_then(|c| self.by_credential.get(c)) else {
-            return salesforce_error(401, "INVALID_SESSION_ID", "Session expired or invalid");
-        };
         let segments: Vec<&str> = request
             .uri()
             .path()
             .split('/')
             .filter(|s| !s.is_empty())
             .collect();
+        let Some(dataset) = credential.and_then(|c| self.by_credential.get(c)) else {
+            return match segments.as_slice() {
+                ["sdk", "proxy", "hubspot", ..] => hubspot::error(
+                    401,
+                    "INVALID_AUTHENTICATION",
+                    "Authentication credentials not found.",
+                ),
+                _ => salesforce_error(401, "INVALID_SESSION_ID", "Session expired or invalid"),
+            };
+        };
         match segments.as_slice() {
+            ["sdk", "proxy", "hubspot", rest @ ..] => {
+                let mut data = dataset.hubspot.lock().unwrap_or_else(|e| e.into_inner());
+                data.answer(
+                    request.method().as_str(),
+                    rest,
+                    request.uri().query(),
+                    request.body(),
+                )
+            }
             [
                 "sdk",
                 "proxy",

@@ -1,0 +1,925 @@
+//! End-to-end tests of the CRM A (HubSpot) tools: the built component in wasmtime through the
+//! real host, hooks, audit trail and mapping store, against the scripted stub and the sandbox.
+
+use crm_host::mappings::{MappingDb, MappingLocation};
+use crm_host::sandbox::SandboxCrm;
+use crm_host::stub::{Recorded, Reply, StubBackend};
+use crm_host::{
+    AuditLog, Backend, CallError, CallRequest, Host, HostLimits, Runtime, TenantSpec,
+    hooks::Credential,
+};
+use serde_json::{Value, json};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use url::Url;
+
+/// The CRM A scopes the spec lists as required.
+const ALL_SCOPES: &[&str] = &[
+    "crm.objects.companies.read",
+    "crm.objects.companies.write",
+    "crm.objects.contacts.read",
+    "crm.objects.contacts.write",
+    "crm.objects.deals.read",
+    "crm.objects.deals.write",
+    "crm.objects.owners.read",
+    "crm.objects.users.read",
+    "crm.schemas.custom.read",
+    "oauth",
+    "sales-email-read",
+    "settings.users.read",
+    "settings.users.teams.read",
+];
+
+const BROKER: &str = "https://broker.example.com";
+const CREDENTIAL: &str = "signed-credential-t1";
+
+fn runtime() -> Arc<Runtime> {
+    static RUNTIME: OnceLock<Arc<Runtime>> = OnceLock::new();
+    RUNTIME
+        .get_or_init(|| Arc::new(Runtime::new(HostLimits::default()).unwrap()))
+        .clone()
+}
+
+fn wasm() -> Vec<u8> {
+    std::fs::read(crm_host::COMPONENT_PATH).unwrap()
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("crm-e2e-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn tenant(id: &str, mappings: MappingLocation) -> TenantSpec {
+    TenantSpec {
+        tenant_id: id.into(),
+        proxy_base: Url::parse(BROKER).unwrap(),
+        credential: Credential::new(CREDENTIAL),
+        // Fast retries so the rate-limit and failure tests stay quick.
+        settings: vec![
+            ("CRM_RETRY_BASE_MS".into(), "1".into()),
+            ("CRM_READ_ATTEMPTS".into(), "3".into()),
+        ],
+        results_dir: None,
+        mappings,
+    }
+}
+
+fn host_with(backend: Arc<dyn Backend>, tenants: &[(&str, MappingLocation)]) -> Host {
+    let runtime = runtime();
+    let plugin = runtime.load(&wasm()).unwrap();
+    let host = Host::new(runtime, backend, AuditLog::discard());
+    for (id, location) in tenants {
+        host.add_tenant(tenant(id, location.clone()), plugin.clone())
+            .unwrap();
+    }
+    host
+}
+
+fn host(stub: &StubBackend) -> Host {
+    host_with(Arc::new(stub.clone()), &[("t1", MappingLocation::Memory)])
+}
+
+fn call(tool: &str, input: Value, scopes: &[&str]) -> CallRequest {
+    CallRequest {
+        tenant_id: "t1".into(),
+        user_id: "user-7".into(),
+        granted_scopes: scopes.iter().map(|s| s.to_string()).collect(),
+        instance_url: None,
+        tool: tool.into(),
+        input: input.to_string(),
+    }
+}
+
+async fn run(host: &Host, tool: &str, input: Value, scopes: &[&str]) -> Result<Value, CallError> {
+    let out = host.call(call(tool, input, scopes)).await?;
+    Ok(serde_json::from_str(&out).unwrap())
+}
+
+fn path_of(r: &Recorded) -> String {
+    r.uri
+        .path()
+        .trim_start_matches("/sdk/proxy/hubspot")
+        .to_string()
+}
+
+/// HubSpot-shaped answers for every endpoint the tools use.
+fn hubspot_stub() -> StubBackend {
+    StubBackend::with_handler(|r: &Recorded| {
+        let path = path_of(r);
+        let body = match (r.method.as_str(), path.as_str()) {
+            ("POST", p) if p.ends_with("/search") => {
+                json!({"total": 1, "results": [{"id": "51", "properties": {"email": "ana@example.com", "hs_object_id": "51"}, "createdAt": "2025-01-01T00:00:00Z", "updatedAt": "2025-01-02T00:00:00Z", "archived": false}]})
+            }
+            ("POST", "/crm/v3/objects/companies/merge") => json!({"id": "1", "properties": {}}),
+            ("POST", _) => {
+                return Reply::json(
+                    201,
+                    json!({"id": "901", "properties": {}, "createdAt": "2026-11-21T09:30:00Z"}),
+                );
+            }
+            ("PATCH", _) => json!({"id": "7", "properties": {}}),
+            ("PUT", _) => {
+                json!({"status": "COMPLETE", "results": [{"from": {"id": "5"}, "to": {"id": "6"}, "associationSpec": {"associationCategory": "HUBSPOT_DEFINED", "associationTypeId": 279}}]})
+            }
+            ("GET", p) if p.starts_with("/crm/v4/") => {
+                json!({"results": [{"toObjectId": 6, "associationTypes": [{"category": "HUBSPOT_DEFINED", "typeId": 3, "label": null}]}]})
+            }
+            ("GET", "/account-info/v3/details") => {
+                json!({"portalId": 12345678, "timeZone": "US/Eastern", "companyCurrency": "USD", "uiDomain": "app.hubspot.com", "dataHostingLocation": "na1"})
+            }
+            ("GET", _) => json!({"results": []}),
+            _ => return Reply::json(405, json!({"status": "error", "message": "no"})),
+        };
+        Reply::json(200, body)
+    })
+}
+
+/// Every tool, an input, and the scopes that allow it (the test grants every required scope
+/// but these, then only these).
+fn every_tool() -> Vec<(&'static str, Value, Vec<&'static str>)> {
+    vec![
+        (
+            "crma_search_records",
+            json!({"object_type": "deals", "limit": 5}),
+            vec!["crm.objects.deals.read"],
+        ),
+        (
+            "crma_get_record",
+            json!({"object_type": "contacts", "record_id": "51"}),
+            vec!["crm.objects.contacts.read"],
+        ),
+        (
+            "crma_create_record",
+            json!({"object_type": "deals", "properties": {"dealname": "New"}}),
+            vec!["crm.objects.deals.write"],
+        ),
+        (
+            "crma_update_record",
+            json!({"object_type": "companies", "record_id": "7", "properties": {"name": "N"}}),
+            vec!["crm.objects.companies.write"],
+        ),
+        (
+            "crma_merge_companies",
+            json!({"primary_id": "1", "merge_id": "2"}),
+            vec!["crm.objects.companies.write"],
+        ),
+        (
+            "crma_get_associations",
+            json!({"object_type": "deals", "record_id": "5", "to_object_type": "contacts"}),
+            vec!["oauth", "crm.objects.deals.read"],
+        ),
+        (
+            "crma_create_association",
+            json!({"object_type": "contacts", "record_id": "5", "to_object_type": "companies", "to_record_id": "6"}),
+            vec![
+                "oauth",
+                "crm.objects.contacts.write",
+                "crm.objects.companies.write",
+            ],
+        ),
+        (
+            "crma_log_activity",
+            json!({"activity_type": "note", "properties": {"hs_note_body": "Called"}}),
+            vec!["crm.objects.contacts.write"],
+        ),
+        (
+            "crma_list_owners",
+            json!({}),
+            vec!["crm.objects.owners.read"],
+        ),
+        (
+            "crma_list_users",
+            json!({}),
+            vec!["settings.users.read", "crm.objects.users.read"],
+        ),
+        (
+            "crma_list_roles",
+            json!({}),
+            vec!["settings.users.read", "crm.objects.users.read"],
+        ),
+        (
+            "crma_get_pipeline_stages",
+            json!({"object_type": "deals", "pipeline_id": "default"}),
+            vec!["crm.objects.deals.read", "crm.schemas.deals.read"],
+        ),
+        (
+            "crma_get_properties",
+            json!({"object_type": "companies"}),
+            vec!["crm.objects.companies.read", "crm.schemas.companies.read"],
+        ),
+        ("crma_get_account_details", json!({}), vec!["oauth"]),
+        (
+            "crma_sync_users",
+            json!({}),
+            vec!["settings.users.read", "crm.objects.users.read"],
+        ),
+        (
+            "crma_generate_record_url",
+            json!({"object_type": "deals", "record_id": "5"}),
+            vec!["oauth"],
+        ),
+    ]
+}
+
+#[tokio::test]
+async fn all_sixteen_crma_tools_are_listed() {
+    let stub = hubspot_stub();
+    let host = host(&stub);
+    let tools = host.list_tools("t1").await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    for (tool, _, _) in every_tool() {
+        assert!(names.contains(&tool), "{tool} is not listed");
+    }
+    assert_eq!(names.iter().filter(|n| n.starts_with("crma_")).count(), 16);
+    assert_eq!(names.len(), 22, "16 CRM A tools and 6 CRM B tools");
+    for read_only in [
+        "crma_search_records",
+        "crma_list_owners",
+        "crma_sync_users",
+        "crma_generate_record_url",
+    ] {
+        assert!(
+            tools.iter().any(|t| t.name == read_only && t.read_only),
+            "{read_only}"
+        );
+    }
+    for writes in [
+        "crma_create_record",
+        "crma_update_record",
+        "crma_merge_companies",
+        "crma_create_association",
+        "crma_log_activity",
+    ] {
+        assert!(
+            tools.iter().any(|t| t.name == writes && !t.read_only),
+            "{writes}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_crma_tool_checks_scopes_before_sending_anything() {
+    for (tool, input, allowing) in every_tool() {
+        let stub = hubspot_stub();
+        let host = host(&stub);
+        let lacking: Vec<&str> = ALL_SCOPES
+            .iter()
+            .copied()
+            .filter(|s| !allowing.contains(s))
+            .collect();
+        match run(&host, tool, input.clone(), &lacking).await {
+            Err(CallError::Tool(crm_host::bindings::ToolError::MissingScopes(scopes))) => {
+                assert!(
+                    allowing.iter().any(|a| scopes.iter().any(|s| s == a)),
+                    "{tool}: {scopes:?} should name one of {allowing:?}"
+                );
+            }
+            other => panic!("{tool}: expected missing-scopes, got {other:?}"),
+        }
+        assert!(stub.requests().is_empty(), "{tool}: nothing may be sent");
+
+        // With only what it needs (sync also needs the owners scope) it succeeds.
+        let mut needed = vec![allowing[allowing.len() - 1]];
+        if tool == "crma_sync_users" {
+            needed.push("crm.objects.owners.read");
+        }
+        let out = run(&host, tool, input.clone(), &needed)
+            .await
+            .unwrap_or_else(|e| panic!("{tool} with {needed:?}: {e}"));
+        assert!(!stub.requests().is_empty(), "{tool}: sent with the scope");
+        assert!(out.is_object(), "{tool}: {out}");
+    }
+}
+
+#[tokio::test]
+async fn requests_reach_the_broker_in_hubspots_documented_shapes() {
+    let stub = hubspot_stub();
+    let host = host(&stub);
+    run(&host, "crma_search_records", json!({
+        "object_type": "contacts",
+        "filter_groups": [{"filters": [
+            {"property": "createdate", "operator": "BETWEEN", "value": "2026-01-01T00:00:00Z", "high_value": "2026-06-30T00:00:00Z"},
+            {"property": "lifecyclestage", "operator": "IN", "values": ["lead", "customer"]},
+            {"property": "email", "operator": "HAS_PROPERTY"}]}],
+        "sorts": [{"property": "createdate", "direction": "ASCENDING"}],
+        "query": "acme", "properties": ["email", "firstname"], "limit": 50, "cursor": "100"
+    }), ALL_SCOPES).await.unwrap();
+    run(&host, "crma_create_record", json!({
+        "object_type": "contacts", "properties": {"email": "new@example.com", "firstname": "New"},
+        "associations": [{"to_object_type": "companies", "to_record_id": "44"}]
+    }), ALL_SCOPES).await.unwrap();
+    run(
+        &host,
+        "crma_update_record",
+        json!({"object_type": "deals", "record_id": "7", "properties": {"amount": 1200.5}}),
+        ALL_SCOPES,
+    )
+    .await
+    .unwrap();
+    run(
+        &host,
+        "crma_merge_companies",
+        json!({"primary_id": "1", "merge_id": "2"}),
+        ALL_SCOPES,
+    )
+    .await
+    .unwrap();
+    run(
+        &host,
+        "crma_get_associations",
+        json!({"object_type": "emails", "record_id": "5", "to_object_type": "deals"}),
+        ALL_SCOPES,
+    )
+    .await
+    .unwrap();
+    run(&host, "crma_create_association", json!({"object_type": "tasks", "record_id": "5", "to_object_type": "contacts", "to_record_id": "6"}), ALL_SCOPES).await.unwrap();
+    run(&host, "crma_log_activity", json!({
+        "activity_type": "meeting", "timestamp": "2026-11-20T15:00:00Z", "owner_id": "41",
+        "properties": {"hs_meeting_title": "QBR", "hs_meeting_start_time": "2026-11-20T15:00:00Z", "hs_meeting_end_time": "2026-11-20T16:00:00Z"},
+        "associations": [{"to_object_type": "companies", "to_record_id": "44"}]
+    }), ALL_SCOPES).await.unwrap();
+    run(
+        &host,
+        "crma_list_owners",
+        json!({"archived": true, "email": "dana@example.com"}),
+        ALL_SCOPES,
+    )
+    .await
+    .unwrap();
+
+    let sent = stub.requests();
+    let line = |i: usize| {
+        let r = &sent[i];
+        format!(
+            "{} {}{}",
+            r.method,
+            path_of(r),
+            r.uri.query().map(|q| format!("?{q}")).unwrap_or_default()
+        )
+    };
+    let lines: Vec<String> = (0..sent.len()).map(line).collect();
+    assert_eq!(
+        lines,
+        [
+            "POST /crm/v3/objects/contacts/search",
+            "POST /crm/v3/objects/contacts",
+            "PATCH /crm/v3/objects/deals/7",
+            "POST /crm/v3/objects/companies/merge",
+            "GET /crm/v4/objects/0-49/5/associations/deals?limit=500",
+            "PUT /crm/v4/objects/0-27/5/associations/default/contacts/6",
+            "POST /crm/v3/objects/meetings",
+            "GET /crm/v3/owners?limit=100&archived=true&email=dana%40example.com",
+        ]
+    );
+    assert_eq!(
+        sent[0].body_json(),
+        json!({
+            "filterGroups": [{"filters": [
+                {"propertyName": "createdate", "operator": "BETWEEN", "value": "2026-01-01T00:00:00Z", "highValue": "2026-06-30T00:00:00Z"},
+                {"propertyName": "lifecyclestage", "operator": "IN", "values": ["lead", "customer"]},
+                {"propertyName": "email", "operator": "HAS_PROPERTY"}]}],
+            "sorts": [{"propertyName": "createdate", "direction": "ASCENDING"}],
+            "query": "acme", "properties": ["email", "firstname"], "limit": 50, "after": "100"
+        })
+    );
+    assert_eq!(
+        sent[1].body_json(),
+        json!({
+            "properties": {"email": "new@example.com", "firstname": "New"},
+            "associations": [{"to": {"id": "44"}, "types": [{"associationCategory": "HUBSPOT_DEFINED", "associationTypeId": 279}]}]
+        })
+    );
+    assert_eq!(
+        sent[2].body_json(),
+        json!({"properties": {"amount": "1200.5"}})
+    );
+    assert_eq!(
+        sent[3].body_json(),
+        json!({"primaryObjectId": "1", "objectIdToMerge": "2"})
+    );
+    assert!(
+        sent[5].body.is_empty(),
+        "the default association PUT has no body"
+    );
+    assert_eq!(
+        sent[6].body_json(),
+        json!({
+            "properties": {"hs_meeting_title": "QBR", "hs_meeting_start_time": "2026-11-20T15:00:00Z",
+                           "hs_meeting_end_time": "2026-11-20T16:00:00Z", "hs_timestamp": "2026-11-20T15:00:00Z",
+                           "hubspot_owner_id": "41"},
+            "associations": [{"to": {"id": "44"}, "types": [{"associationCategory": "HUBSPOT_DEFINED", "associationTypeId": 188}]}]
+        })
+    );
+    for r in &sent {
+        assert_eq!(
+            r.header("x-proxy-credential"),
+            Some(CREDENTIAL),
+            "the host adds the credential"
+        );
+        assert_eq!(r.uri.host(), Some("broker.example.com"));
+        if !r.body.is_empty() {
+            assert_eq!(r.header("content-type"), Some("application/json"));
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_sandbox_answers_all_sixteen_crma_tools() {
+    let host = host_with(Arc::new(SandboxCrm::new()), &[]);
+    let mut spec = SandboxCrm::tenant_spec("acme");
+    spec.mappings = MappingLocation::Memory;
+    host.add_tenant(spec, runtime().load(&wasm()).unwrap())
+        .unwrap();
+    let acme = |tool: &str, input: Value| CallRequest {
+        tenant_id: "acme".into(),
+        user_id: "demo-user".into(),
+        granted_scopes: ALL_SCOPES.iter().map(|s| s.to_string()).collect(),
+        instance_url: None,
+        tool: tool.into(),
+        input: input.to_string(),
+    };
+    let mut outputs = std::collections::HashMap::new();
+    let steps = [
+        (
+            "crma_search_records",
+            json!({"object_type": "deals", "filter_groups": [{"filters": [{"property": "amount", "operator": "GTE", "value": 100000}]}], "sorts": [{"property": "amount", "direction": "DESCENDING"}], "properties": ["dealname", "amount"]}),
+        ),
+        (
+            "crma_get_record",
+            json!({"object_type": "companies", "record_id": "357100", "properties": ["name", "industry"]}),
+        ),
+        (
+            "crma_create_record",
+            json!({"object_type": "contacts", "properties": {"email": "zoe@acme-energy.example.com", "firstname": "Zoe"}, "associations": [{"to_object_type": "companies", "to_record_id": "357100"}]}),
+        ),
+        (
+            "crma_update_record",
+            json!({"object_type": "deals", "record_id": "357300", "properties": {"dealstage": "closedwon"}}),
+        ),
+        (
+            "crma_merge_companies",
+            json!({"primary_id": "357102", "merge_id": "357103"}),
+        ),
+        (
+            "crma_get_associations",
+            json!({"object_type": "companies", "record_id": "357102", "to_object_type": "deals"}),
+        ),
+        (
+            "crma_create_association",
+            json!({"object_type": "contacts", "record_id": "357201", "to_object_type": "deals", "to_record_id": "357300"}),
+        ),
+        (
+            "crma_log_activity",
+            json!({"activity_type": "call", "properties": {"hs_call_title": "Renewal check-in", "hs_call_direction": "OUTBOUND"}, "associations": [{"to_object_type": "deals", "to_record_id": "357300"}]}),
+        ),
+        ("crma_list_owners", json!({})),
+        ("crma_list_users", json!({})),
+        ("crma_list_roles", json!({})),
+        (
+            "crma_get_pipeline_stages",
+            json!({"object_type": "deals", "pipeline_id": "default"}),
+        ),
+        (
+            "crma_get_properties",
+            json!({"object_type": "deals", "name_contains": "stage"}),
+        ),
+        ("crma_get_account_details", json!({})),
+        ("crma_sync_users", json!({})),
+        (
+            "crma_generate_record_url",
+            json!({"object_type": "deals", "record_id": "357300"}),
+        ),
+    ];
+    for (tool, input) in steps {
+        let out = host
+            .call(acme(tool, input))
+            .await
+            .unwrap_or_else(|e| panic!("{tool}: {e}"));
+        outputs.insert(tool, serde_json::from_str::<Value>(&out).unwrap());
+    }
+    let o = |t: &str| &outputs[t];
+    assert_eq!(o("crma_search_records")["total"], 2);
+    assert_eq!(
+        o("crma_search_records")["results"][0]["properties"]["dealname"],
+        "Blue Yonder fleet analytics"
+    );
+    assert_eq!(o("crma_get_record")["properties"]["name"], "Acme Energy");
+    // The merged company's deals moved to the primary.
+    assert_eq!(o("crma_get_associations")["count"], 3);
+    assert_eq!(
+        o("crma_list_owners")["results"].as_array().unwrap().len(),
+        3
+    );
+    assert_eq!(o("crma_sync_users")["created"], 7);
+    assert_eq!(
+        o("crma_get_pipeline_stages")["stages"]
+            .as_array()
+            .unwrap()
+            .len(),
+        7
+    );
+    assert_eq!(
+        o("crma_get_properties")["properties"][0]["name"],
+        "dealstage"
+    );
+    assert_eq!(o("crma_get_account_details")["portal_id"], 24681357);
+    assert_eq!(
+        o("crma_generate_record_url")["url"],
+        "https://app.hubspot.com/contacts/24681357/record/0-3/357300"
+    );
+
+    // The call logged on the deal is now among its associations.
+    let call_id = o("crma_log_activity")["id"].as_str().unwrap().to_string();
+    let calls = host
+        .call(acme(
+            "crma_get_associations",
+            json!({"object_type": "deals", "record_id": "357300", "to_object_type": "calls"}),
+        ))
+        .await
+        .unwrap();
+    assert!(calls.contains(&call_id), "{calls}");
+
+    // Only the ids of created records were kept, with tenant, user and time.
+    let created = host.mappings("acme").unwrap().created_records().unwrap();
+    let kept: Vec<(&str, &str, &str)> = created
+        .iter()
+        .map(|c| (c.tenant.as_str(), c.crm.as_str(), c.object_type.as_str()))
+        .collect();
+    assert_eq!(
+        kept,
+        [
+            ("acme", "hubspot", "contacts"),
+            ("acme", "hubspot", "calls")
+        ]
+    );
+    assert_eq!(created[1].record_id, call_id);
+    assert!(
+        created
+            .iter()
+            .all(|c| c.user_id == "demo-user" && c.created_at_ms > 0)
+    );
+}
+
+/// A HubSpot whose owners and users can change between sync runs; owners come 2 to a page.
+#[derive(Clone)]
+struct Directory {
+    owners: Arc<Mutex<Vec<Value>>>,
+}
+
+impl Directory {
+    fn new() -> Self {
+        let owners = (1..=5)
+            .map(|i| json!({"id": format!("8{i}"), "email": format!("owner{i}@example.com"), "firstName": "O", "lastName": format!("{i}"),
+                            "userId": 700 + i, "archived": false, "teams": []}))
+            .collect();
+        Directory {
+            owners: Arc::new(Mutex::new(owners)),
+        }
+    }
+
+    fn archive(&self, id: &str) {
+        for o in self.owners.lock().unwrap().iter_mut() {
+            if o["id"] == id {
+                o["archived"] = true.into();
+            }
+        }
+    }
+
+    fn stub(&self) -> StubBackend {
+        let owners = self.owners.clone();
+        StubBackend::with_handler(move |r: &Recorded| {
+            let query: Vec<(String, String)> =
+                url::form_urlencoded::parse(r.uri.query().unwrap_or_default().as_bytes())
+                    .into_owned()
+                    .collect();
+            let param = |k: &str| query.iter().find(|(q, _)| q == k).map(|(_, v)| v.clone());
+            match path_of(r).as_str() {
+                "/settings/v3/users" => Reply::json(
+                    200,
+                    json!({"results": (1..=5).map(|i| json!({"id": format!("{}", 700 + i), "email": format!("owner{i}@example.com"), "roleIds": [], "superAdmin": false})).collect::<Vec<_>>()}),
+                ),
+                "/settings/v3/users/roles" | "/settings/v3/users/teams" => {
+                    Reply::json(200, json!({"results": []}))
+                }
+                "/crm/v3/owners" => {
+                    let archived = param("archived").as_deref() == Some("true");
+                    let list: Vec<Value> = owners
+                        .lock()
+                        .unwrap()
+                        .iter()
+                        .filter(|o| o["archived"] == archived)
+                        .cloned()
+                        .collect();
+                    let start: usize = param("after").and_then(|a| a.parse().ok()).unwrap_or(0);
+                    let page: Vec<Value> = list.iter().skip(start).take(2).cloned().collect();
+                    let mut body = json!({"results": page});
+                    if start + 2 < list.len() {
+                        body["paging"] = json!({"next": {"after": (start + 2).to_string()}});
+                    }
+                    Reply::json(200, body)
+                }
+                other => Reply::json(
+                    404,
+                    json!({"status": "error", "message": other, "category": "OBJECT_NOT_FOUND"}),
+                ),
+            }
+        })
+    }
+}
+
+fn counts(out: &Value) -> (u64, u64, u64, u64) {
+    let n = |k: &str| out[k].as_u64().unwrap();
+    (
+        n("created"),
+        n("updated"),
+        n("unchanged"),
+        n("soft_deleted"),
+    )
+}
+
+#[tokio::test]
+async fn sync_creates_then_changes_nothing_then_soft_deletes_and_survives_a_restart() {
+    let dir = temp_dir("sync");
+    let file = MappingLocation::File(dir.join("t1").join("mappings.sqlite"));
+    let directory = Directory::new();
+    let stub = directory.stub();
+    let scopes = ["settings.users.read", "crm.objects.owners.read"];
+    {
+        let host = host_with(Arc::new(stub.clone()), &[("t1", file.clone())]);
+        let first = run(&host, "crma_sync_users", json!({}), &scopes)
+            .await
+            .unwrap();
+        assert_eq!(counts(&first), (10, 0, 0, 0), "{first}");
+        // 5 active owners at 2 a page: 3 pages, each after the last one's cursor.
+        let owner_pages: Vec<String> = stub
+            .requests()
+            .iter()
+            .filter(|r| r.uri.path().ends_with("/owners"))
+            .map(|r| r.uri.query().unwrap().to_string())
+            .collect();
+        assert_eq!(
+            owner_pages,
+            [
+                "limit=500&archived=false",
+                "limit=500&archived=false&after=2",
+                "limit=500&archived=false&after=4",
+                "limit=500&archived=true",
+            ]
+        );
+        let second = run(&host, "crma_sync_users", json!({}), &scopes)
+            .await
+            .unwrap();
+        assert_eq!(counts(&second), (0, 0, 10, 0), "{second}");
+        directory.archive("83");
+        let third = run(&host, "crma_sync_users", json!({}), &scopes)
+            .await
+            .unwrap();
+        assert_eq!(counts(&third), (0, 0, 9, 1), "{third}");
+        assert_eq!(third["owners"]["soft_deleted"], 1);
+    }
+    // A new host process on the same file: the mappings are all there, and nothing changes.
+    let db = MappingDb::open("t1", &file).unwrap();
+    let owners = db.list("owner").unwrap();
+    assert_eq!(owners.len(), 5, "soft-deleted, not removed");
+    let archived = db.get("owner", "83").unwrap().unwrap();
+    assert!(archived.deleted);
+    assert!(archived.fields.contains("owner3@example.com"));
+    assert_eq!(db.list("user").unwrap().len(), 5);
+    drop(db);
+    let restarted = host_with(Arc::new(directory.stub()), &[("t1", file.clone())]);
+    let after_restart = run(&restarted, "crma_sync_users", json!({}), &scopes)
+        .await
+        .unwrap();
+    assert_eq!(counts(&after_restart), (0, 0, 10, 0), "{after_restart}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[tokio::test]
+async fn one_tenants_mappings_are_invisible_to_another() {
+    let directory = Directory::new();
+    let host = host_with(
+        Arc::new(directory.stub()),
+        &[
+            ("t1", MappingLocation::Memory),
+            ("t2", MappingLocation::Memory),
+        ],
+    );
+    let scopes = ["settings.users.read", "crm.objects.owners.read"];
+    run(&host, "crma_sync_users", json!({}), &scopes)
+        .await
+        .unwrap();
+    let mut t2 = call("crma_sync_users", json!({}), &scopes);
+    t2.tenant_id = "t2".into();
+    let out: Value = serde_json::from_str(&host.call(t2).await.unwrap()).unwrap();
+    assert_eq!(
+        out["created"], 10,
+        "t2 starts from its own empty store: {out}"
+    );
+    assert_eq!(host.mappings("t1").unwrap().list("owner").unwrap().len(), 5);
+    assert_eq!(host.mappings("t2").unwrap().list("owner").unwrap().len(), 5);
+    assert!(
+        host.mappings("t1")
+            .unwrap()
+            .created_records()
+            .unwrap()
+            .is_empty()
+    );
+}
+
+/// What a tool error must look like.
+type Expect = Box<dyn Fn(&crm_host::bindings::ToolError) -> bool>;
+
+fn hubspot_error(status: u16, body: Value) -> Reply {
+    Reply::json(status, body)
+}
+
+#[tokio::test]
+async fn hubspot_errors_become_the_right_tool_errors_with_their_correlation_ids() {
+    use crm_host::bindings::ToolError as E;
+    let search = || json!({"object_type": "deals"});
+    let cases: Vec<(Reply, &str, Value, Expect)> = vec![
+        (
+            hubspot_error(
+                401,
+                json!({"status": "error", "message": "Authentication credentials not found.", "correlationId": "c-401", "category": "INVALID_AUTHENTICATION"}),
+            ),
+            "crma_search_records",
+            search(),
+            Box::new(
+                |e| matches!(e, E::NotConnected(m) if m.contains("reconnect") && m.contains("2025.2") && m.contains("c-401")),
+            ),
+        ),
+        (
+            hubspot_error(
+                403,
+                json!({"status": "error", "message": "This app hasn't been granted all required scopes to make this call.", "correlationId": "c-403", "category": "MISSING_SCOPES",
+                "errors": [{"message": "One or more of the following scopes are required.", "context": {"requiredGranularScopes": ["crm.objects.deals.read"]}}]}),
+            ),
+            // Allowed here by oauth alone; HubSpot wants the deals read scope as well.
+            "crma_get_associations",
+            json!({"object_type": "deals", "record_id": "5", "to_object_type": "contacts"}),
+            Box::new(
+                |e| matches!(e, E::MissingScopes(s) if s == &["crm.objects.deals.read".to_string()]),
+            ),
+        ),
+        (
+            hubspot_error(
+                403,
+                json!({"status": "error", "message": "The user does not have App Marketplace access permission", "correlationId": "c-mkt", "category": "FORBIDDEN"}),
+            ),
+            "crma_search_records",
+            search(),
+            Box::new(
+                |e| matches!(e, E::Forbidden(m) if m.contains("super admin") && m.contains("c-mkt")),
+            ),
+        ),
+        (
+            hubspot_error(
+                404,
+                json!({"status": "error", "message": "Object not found.  objectId are usually numeric.", "correlationId": "c-404", "category": "OBJECT_NOT_FOUND"}),
+            ),
+            "crma_update_record",
+            json!({"object_type": "deals", "record_id": "99", "properties": {"amount": "1"}}),
+            Box::new(|e| matches!(e, E::NotFound(m) if m.contains("99") && m.contains("c-404"))),
+        ),
+        (
+            hubspot_error(
+                400,
+                json!({"status": "error", "correlationId": "c-400", "category": "VALIDATION_ERROR",
+                "message": "Property values were not valid: [{\"isValid\":false,\"message\":\"Property \\\"favourite_colour\\\" does not exist\",\"error\":\"PROPERTY_DOESNT_EXIST\",\"name\":\"favourite_colour\"}]"}),
+            ),
+            "crma_create_record",
+            json!({"object_type": "contacts", "properties": {"favourite_colour": "blue"}}),
+            Box::new(
+                |e| matches!(e, E::CrmError(m) if m.contains("favourite_colour") && m.contains("c-400") && m.contains("crma_get_properties")),
+            ),
+        ),
+    ];
+    for (reply, tool, input, expected) in cases {
+        let stub = StubBackend::with_handler(move |_| reply.clone());
+        let scopes: &[&str] = if tool == "crma_get_associations" {
+            &["oauth"]
+        } else {
+            ALL_SCOPES
+        };
+        match run(&host(&stub), tool, input, scopes).await {
+            Err(CallError::Tool(e)) => assert!(expected(&e), "{tool}: {e:?}"),
+            other => panic!("{tool}: {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn legacy_installs_are_told_about_the_framework_release() {
+    use crm_host::bindings::ToolError as E;
+    // Scopes granted, yet HubSpot says they are missing: the mixed legacy/new install case.
+    let stub = StubBackend::with_handler(|_| {
+        hubspot_error(
+            403,
+            json!({"status": "error", "message": "This app hasn't been granted all required scopes to make this call.", "correlationId": "c-legacy", "category": "MISSING_SCOPES",
+            "errors": [{"message": "One or more of the following scopes are required.", "context": {"requiredGranularScopes": ["crm.objects.deals.read"]}}]}),
+        )
+    });
+    let host = host(&stub);
+    let err = run(
+        &host,
+        "crma_search_records",
+        json!({"object_type": "deals"}),
+        &["crm.objects.deals.read"],
+    )
+    .await
+    .unwrap_err();
+    match err {
+        CallError::Tool(E::Forbidden(m)) => {
+            assert!(m.contains("2025.2") && m.contains("reinstall"), "{m}")
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn rate_limits_are_retried_for_reads_and_reported_with_seconds() {
+    use crm_host::bindings::ToolError as E;
+    let limited = || {
+        hubspot_error(429, json!({"status": "error", "message": "You have reached your secondly limit.", "errorType": "RATE_LIMIT", "correlationId": "c-429", "policyName": "SECONDLY"}))
+            .with_header("x-hubspot-ratelimit-max", "100")
+            .with_header("x-hubspot-ratelimit-remaining", "0")
+            .with_header("x-hubspot-ratelimit-interval-milliseconds", "10")
+    };
+    // Twice limited, then answered: the read succeeds after waiting the header's interval.
+    let stub = StubBackend::scripted([
+        limited(),
+        limited(),
+        Reply::json(200, json!({"total": 0, "results": []})),
+    ]);
+    run(
+        &host(&stub),
+        "crma_search_records",
+        json!({"object_type": "deals"}),
+        ALL_SCOPES,
+    )
+    .await
+    .unwrap();
+    assert_eq!(stub.requests().len(), 3);
+    // Always limited: rate-limited after the configured 3 attempts, with seconds to wait.
+    let stub = StubBackend::with_handler(move |_| limited().with_header("retry-after", "0"));
+    let err = run(&host(&stub), "crma_list_owners", json!({}), ALL_SCOPES)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, CallError::Tool(E::RateLimited(Some(_)))),
+        "{err:?}"
+    );
+    assert_eq!(stub.requests().len(), 3);
+    // A write is never re-sent, even when rate limited.
+    let stub = StubBackend::with_handler(move |_| limited());
+    let err = run(
+        &host(&stub),
+        "crma_create_record",
+        json!({"object_type": "deals", "properties": {"dealname": "x"}}),
+        ALL_SCOPES,
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, CallError::Tool(E::RateLimited(_))), "{err:?}");
+    assert_eq!(stub.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn writes_that_may_have_landed_are_outcome_unknown_and_sent_once() {
+    use crm_host::bindings::ToolError as E;
+    for (tool, input) in [
+        (
+            "crma_create_record",
+            json!({"object_type": "deals", "properties": {"dealname": "x"}}),
+        ),
+        (
+            "crma_update_record",
+            json!({"object_type": "deals", "record_id": "5", "properties": {"dealname": "x"}}),
+        ),
+        (
+            "crma_merge_companies",
+            json!({"primary_id": "1", "merge_id": "2"}),
+        ),
+        (
+            "crma_create_association",
+            json!({"object_type": "deals", "record_id": "5", "to_object_type": "contacts", "to_record_id": "6"}),
+        ),
+        (
+            "crma_log_activity",
+            json!({"activity_type": "task", "properties": {"hs_task_subject": "Follow up"}}),
+        ),
+    ] {
+        let stub =
+            StubBackend::with_handler(|_| Reply::json(502, json!({"message": "Bad gateway"})));
+        let err = run(&host(&stub), tool, input, ALL_SCOPES)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, CallError::Tool(E::OutcomeUnknown(_))),
+            "{tool}: {err:?}"
+        );
+        assert_eq!(stub.requests().len(), 1, "{tool} is never re-sent");
+    }
+}
