@@ -329,11 +329,51 @@ async fn demo(
             "crmb_run_soql_query",
             r#"{"query":"SELECT Nmae FROM Account"}"#,
         ),
+        (
+            "HubSpot: open deals over $40,000, biggest first",
+            "crma_search_records",
+            r#"{"object_type":"deals","filter_groups":[{"filters":[{"property":"amount","operator":"GT","value":40000},{"property":"dealstage","operator":"NOT_IN","values":["closedwon","closedlost"]}]}],"sorts":[{"property":"amount","direction":"DESCENDING"}],"properties":["dealname","amount","dealstage","closedate"],"limit":3}"#,
+        ),
+        (
+            "HubSpot: which stages can a deal be in?",
+            "crma_get_pipeline_stages",
+            r#"{"object_type":"deals","pipeline_id":"default"}"#,
+        ),
+        (
+            "HubSpot: log the call about the biggest renewal, on the deal and its contact",
+            "crma_log_activity",
+            r#"{"activity_type":"call","properties":{"hs_call_title":"Renewal check-in","hs_call_body":"Agreed to send the quote by Friday","hs_call_direction":"OUTBOUND","hs_call_status":"COMPLETED"},"associations":[{"to_object_type":"deals","to_record_id":"357300"},{"to_object_type":"contacts","to_record_id":"357200"}]}"#,
+        ),
+        (
+            "HubSpot: the deal's calls now include it",
+            "crma_get_associations",
+            r#"{"object_type":"deals","record_id":"357300","to_object_type":"calls"}"#,
+        ),
+        (
+            "HubSpot: sync users and owners into the local mappings (run the demo twice: all unchanged)",
+            "crma_sync_users",
+            "{}",
+        ),
+        (
+            "HubSpot: a link to the deal",
+            "crma_generate_record_url",
+            r#"{"object_type":"deals","record_id":"357300"}"#,
+        ),
     ];
     for (title, tool, input) in steps {
         println!("\n## {title}\n$ crm-host call {tool} '{input}'");
         report(host.call(request(tool, input)).await);
     }
+    let read_only = "crm.objects.deals.read";
+    let tool = "crma_create_record";
+    let input = r#"{"object_type":"deals","properties":{"dealname":"Expansion"}}"#;
+    println!(
+        "\n## HubSpot: with only {read_only} granted, a create is refused before anything is sent\n\
+         $ crm-host --scopes {read_only} call {tool} '{input}'"
+    );
+    let mut limited = request(tool, input);
+    limited.granted_scopes = vec![read_only.into()];
+    report(host.call(limited).await);
     println!("\nRun `crm-host --help` for more; `--audit -` shows the audit trail.");
     Ok(ExitCode::SUCCESS)
 }

@@ -103,12 +103,22 @@ pub struct PipelineStagesInput {
     pub pipeline_id: Option<PipelineId>,
 }
 
+/// A stage, with HubSpot's string metadata (`"isClosed": "true"`, `"probability": "0.2"`)
+/// read as a boolean and a number.
 fn map_stage(stage: &Value) -> Value {
     let metadata = &stage["metadata"];
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let probability = text(&metadata["probability"]).parse::<f64>().ok();
+    let is_closed = match &metadata["isClosed"] {
+        Value::Null => Value::Null,
+        v => (text(v) == "true").into(),
+    };
     json!({
         "id": stage["id"], "label": stage["label"], "display_order": stage["displayOrder"],
-        "probability": metadata["probability"], "is_closed": metadata["isClosed"],
-        "archived": stage["archived"],
+        "probability": probability, "is_closed": is_closed, "archived": stage["archived"],
     })
 }
 

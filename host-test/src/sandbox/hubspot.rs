@@ -75,7 +75,6 @@ pub struct HubSpotData {
     /// (from type, from id, to type, to id), each stored in both directions.
     associations: Vec<(&'static str, u64, &'static str, u64)>,
     next_id: u64,
-    requests: u64,
 }
 
 /// An answer: status and JSON body (`Null` for no body).
@@ -124,7 +123,6 @@ impl HubSpotData {
             objects,
             associations,
             next_id: max_id + 1,
-            requests: 0,
         }
     }
 
@@ -136,7 +134,6 @@ impl HubSpotData {
         query: Option<&str>,
         body: &[u8],
     ) -> Answer {
-        self.requests += 1;
         let query: Vec<(String, String)> = query
             .map(|q| {
                 url::form_urlencoded::parse(q.as_bytes())

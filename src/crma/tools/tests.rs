@@ -579,7 +579,8 @@ fn metadata_tools_call_the_documented_paths() {
         "/sdk/proxy/hubspot/crm/v3/pipelines/deals/default/stages"
     );
     assert_eq!(out["stages"][0]["id"], "closedwon");
-    assert_eq!(out["stages"][0]["probability"], "1.0");
+    assert_eq!(out["stages"][0]["probability"], 1.0);
+    assert_eq!(out["stages"][0]["is_closed"], true);
 
     let mut t = ScriptedTransport::new([response(
         200,
