@@ -66,6 +66,9 @@ fn main() {
                 started.elapsed()
             );
         }
+        for (owners, users) in [(20_000usize, 2_000usize)] {
+            sync_figures(&runtime_for_queries, &wasm, owners, users).await;
+        }
         for (tool, input) in [
             ("crmb_generate_record_url", json!({"object": "Account", "record_id": "001000000000001AAA"})),
             ("crmb_get_record", json!({"object": "Account", "record_id": "001000000000001AAA", "fields": ["Name", "Industry"]})),
@@ -144,6 +147,93 @@ async fn query_peak_memory(
         "record_count_in_file": out.get("record_count"),
     });
     (peak, summary)
+}
+
+/// `crma_sync_users` over `owners` owners (500 a page) and `users` users (100 a page) into an
+/// in-memory SQLite store: the first run (all created), then a re-run (all unchanged).
+async fn sync_figures(runtime: &Arc<Runtime>, wasm: &[u8], owners: usize, users: usize) {
+    let page = move |uri: &http::Uri,
+                     size: usize,
+                     total: usize,
+                     make: &dyn Fn(usize) -> serde_json::Value| {
+        let after: usize = uri
+            .query()
+            .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("after=")))
+            .and_then(|a| a.parse().ok())
+            .unwrap_or(0);
+        let results: Vec<_> = (after..total.min(after + size)).map(make).collect();
+        let mut body = json!({"results": results});
+        if after + size < total {
+            body["paging"] = json!({"next": {"after": (after + size).to_string()}});
+        }
+        Reply::json(200, body)
+    };
+    let stub = StubBackend::with_handler(move |r| {
+        let path = r.uri.path();
+        let archived = r.uri.query().unwrap_or_default().contains("archived=true");
+        if path.ends_with("/owners") && !archived {
+            page(&r.uri, 500, owners, &|i| {
+                json!({"id": (10_000 + i).to_string(), "email": format!("owner{i}@example.com"),
+                "firstName": "Owner", "lastName": i.to_string(), "userId": (i < users).then_some(i), "archived": false,
+                "teams": [{"id": "1", "name": "Sales", "primary": true}]})
+            })
+        } else if path.ends_with("/users") {
+            page(&r.uri, 100, users, &|i| {
+                json!({"id": i.to_string(), "email": format!("owner{i}@example.com"),
+                "roleIds": ["1"], "primaryTeamId": "1", "secondaryTeamIds": [], "superAdmin": false})
+            })
+        } else {
+            Reply::json(200, json!({"results": []}))
+        }
+    });
+    let audit = AuditLog::in_memory();
+    let host = Host::new(runtime.clone(), Arc::new(stub), audit.clone());
+    host.add_tenant(
+        TenantSpec {
+            tenant_id: "bench-sync".into(),
+            proxy_base: "https://broker.example.com".parse().unwrap(),
+            credential: crm_host::hooks::Credential::new("bench-credential"),
+            settings: vec![],
+            results_dir: None,
+            mappings: crm_host::mappings::MappingLocation::Memory,
+        },
+        runtime.load(wasm).unwrap(),
+    )
+    .unwrap();
+    let request = CallRequest {
+        tenant_id: "bench-sync".into(),
+        user_id: "bench-user".into(),
+        granted_scopes: vec![
+            "settings.users.read".into(),
+            "crm.objects.owners.read".into(),
+        ],
+        tool: "crma_sync_users".into(),
+        input: "{}".into(),
+        ..CallRequest::default()
+    };
+    for run in ["first run", "re-run"] {
+        let started = Instant::now();
+        let out: serde_json::Value =
+            serde_json::from_str(&host.call(request.clone()).await.unwrap()).unwrap();
+        let elapsed = started.elapsed();
+        let peak = audit
+            .events()
+            .into_iter()
+            .filter_map(|e| match e {
+                crm_host::audit::AuditEvent::ToolCall {
+                    peak_memory_bytes, ..
+                } => Some(peak_memory_bytes),
+                _ => None,
+            })
+            .next_back()
+            .unwrap_or_default();
+        println!(
+            "crma_sync_users {run} over {owners} owners and {users} users: {elapsed:?}, peak linear memory {:.2} MiB, created {} unchanged {}",
+            peak as f64 / (1024.0 * 1024.0),
+            out["created"],
+            out["unchanged"]
+        );
+    }
 }
 
 fn percentile(sorted: &[Duration], p: usize) -> Duration {
