@@ -923,3 +923,90 @@ async fn writes_that_may_have_landed_are_outcome_unknown_and_sent_once() {
         assert_eq!(stub.requests().len(), 1, "{tool} is never re-sent");
     }
 }
+
+#[tokio::test]
+async fn reads_are_retried_through_server_and_connection_failures() {
+    use crm_host::stub::Fault;
+    let stub = StubBackend::scripted([
+        Reply::json(
+            503,
+            json!({"status": "error", "message": "Service Unavailable"}),
+        ),
+        Reply::Fault(Fault::ConnectionReset),
+        Reply::json(200, json!({"total": 0, "results": []})),
+    ]);
+    run(
+        &host(&stub),
+        "crma_search_records",
+        json!({"object_type": "companies"}),
+        ALL_SCOPES,
+    )
+    .await
+    .unwrap();
+    let sent = stub.requests();
+    assert_eq!(sent.len(), 3, "the search POST is a read: retried");
+    assert!(
+        sent.iter()
+            .all(|r| r.method == "POST" && r.body == sent[0].body)
+    );
+}
+
+#[tokio::test]
+async fn malformed_crma_input_is_invalid_input_with_nothing_sent() {
+    use crm_host::bindings::ToolError as E;
+    for (tool, input) in [
+        (
+            "crma_get_record",
+            json!({"object_type": "contacts", "record_id": "12; DROP"}),
+        ),
+        (
+            "crma_get_record",
+            json!({"object_type": "leads", "record_id": "1"}),
+        ),
+        (
+            "crma_update_record",
+            json!({"object_type": "deals", "record_id": "1", "properties": {"deal name": "x"}}),
+        ),
+        (
+            "crma_search_records",
+            json!({"object_type": "deals", "limit": 500}),
+        ),
+        (
+            "crma_search_records",
+            json!({"object_type": "deals", "filter_groups": [{"filters": [{"property": "amount", "operator": "BETWEEN", "value": 1}]}]}),
+        ),
+        (
+            "crma_search_records",
+            json!({"object_type": "deals", "filter_groups": (0..6).map(|_| json!({"filters": [{"property": "amount", "operator": "HAS_PROPERTY"}]})).collect::<Vec<_>>()}),
+        ),
+        (
+            "crma_merge_companies",
+            json!({"primary_id": "1", "merge_id": "1"}),
+        ),
+        (
+            "crma_get_associations",
+            json!({"object_type": "deals", "record_id": "-1", "to_object_type": "contacts"}),
+        ),
+        (
+            "crma_log_activity",
+            json!({"activity_type": "fax", "properties": {}}),
+        ),
+        (
+            "crma_get_pipeline_stages",
+            json!({"object_type": "deals", "pipeline_id": "a/b"}),
+        ),
+        ("crma_list_owners", json!({"limit": 0})),
+        ("crma_sync_users", json!({"force": true})),
+        ("crma_create_record", json!("not an object")),
+    ] {
+        let stub = hubspot_stub();
+        let err = run(&host(&stub), tool, input.clone(), ALL_SCOPES)
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, CallError::Tool(E::InvalidInput(_))),
+            "{tool} {input}: {err:?}"
+        );
+        assert!(stub.requests().is_empty(), "{tool} {input}: nothing sent");
+    }
+}
