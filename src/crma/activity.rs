@@ -4,14 +4,10 @@
 //! Property names checked against HubSpot's engagement API guides (Notes, Calls, Meetings,
 //! Email, Tasks on developers.hubspot.com); they match `crm-a-api-facts.md`.
 
-use super::associations::{AssociationInput, associations_body};
-use super::client::{self, Call};
-use super::scopes::Operation;
-use super::tools::{PropertyValues, answer_id};
+use super::associations::AssociationInput;
+use super::tools::{PropertyValues, create};
 use super::types::{ObjectType, RecordId};
 use crate::error::ToolError;
-use crate::http::{Effect, Method};
-use crate::mapping::CreatedRecord;
 use crate::schema::string_schema;
 use crate::tools::{Session, Tool};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
@@ -267,35 +263,16 @@ impl Tool for LogActivity {
                 }
             }
         }
-        let mut body = json!({"properties": properties});
-        if !input.associations.is_empty() {
-            body["associations"] = associations_body(&object_type, &input.associations)?.into();
-        }
-        let object = object_type.as_str().to_string();
-        let call = Call::get(
-            Operation::Write(object_type.clone()),
-            vec!["crm", "v3", "objects", &object],
-            format!("new {object} record"),
-        )
-        .with_body(Method::Post, Effect::Write, body);
-        let answer = client::send(session, call)?;
-        let id = answer_id(&answer).ok_or_else(|| {
-            ToolError::OutcomeUnknown(format!(
-                "HubSpot accepted the {object} record but returned no id; look for it on the \
-                 associated records before logging it again"
-            ))
-        })?;
-        let mut out = json!({
-            "id": id, "object_type": object, "activity_type": input.activity_type,
-            "timestamp": timestamp.as_str(), "associations": input.associations.len(),
-        });
-        if let Some(warning) = session.remember_created(CreatedRecord {
-            crm: "hubspot",
-            object_type: object,
-            record_id: id,
-        }) {
-            out["warning"] = warning.into();
-        }
+        let mut out = create(
+            session,
+            &object_type,
+            properties,
+            &input.associations,
+            "look for it on the associated records before logging it again",
+        )?;
+        out["activity_type"] = json!(input.activity_type);
+        out["timestamp"] = timestamp.as_str().into();
+        out["associations"] = input.associations.len().into();
         Ok(out)
     }
 }

@@ -7,7 +7,7 @@
 use super::client::{self, Call};
 use super::scopes::Operation;
 use super::tools::{after, next_cursor};
-use super::types::{ObjectType, RecordId};
+use super::types::{ObjectType, RecordId, id_text};
 use crate::error::ToolError;
 use crate::http::{Effect, Method};
 use crate::tools::{Session, Tool};
@@ -79,18 +79,10 @@ pub fn v4_segment(object: &ObjectType) -> &str {
     }
 }
 
-/// HubSpot writes `toObjectId` as a number, some answers as a string; both become a string.
-fn object_id_text(value: &Value) -> Option<String> {
-    match value {
-        Value::Number(n) => n.as_u64().map(|n| n.to_string()),
-        Value::String(s) if RecordId::parse(s).is_ok() => Some(s.clone()),
-        _ => None,
-    }
-}
-
 /// One association from the v4 read answer, in the tool's output shape.
 fn map_association(item: &Value) -> Option<Value> {
-    let id = object_id_text(&item["toObjectId"])?;
+    // HubSpot writes `toObjectId` as a number, some answers as a string.
+    let id = id_text(&item["toObjectId"])?;
     let types: Vec<Value> = item["associationTypes"]
         .as_array()
         .into_iter()
@@ -158,12 +150,7 @@ impl Tool for GetAssociations {
             )
             .with_query(query);
             let answer = client::send(session, call)?;
-            let page = answer["results"].as_array().ok_or_else(|| {
-                ToolError::CrmError(
-                    json!({"crm": "hubspot", "error": "the associations answer has no results list"})
-                        .to_string(),
-                )
-            })?;
+            let page = client::results(&answer, "associations")?;
             results.extend(page.iter().filter_map(map_association));
             let next = next_cursor(&answer);
             if next.is_some() && next == cursor {

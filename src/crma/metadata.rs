@@ -1,7 +1,7 @@
 //! HubSpot metadata tools: roles, pipeline stages, property definitions, account details, and
 //! record links built from the account's portal id and UI domain.
 
-use super::client::{self, Call};
+use super::client::{self, Call, results};
 use super::scopes::Operation;
 use super::types::{ObjectType, RecordId};
 use crate::error::ToolError;
@@ -11,15 +11,6 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::borrow::Cow;
-
-fn list<'v>(answer: &'v Value, what: &str) -> Result<&'v Vec<Value>, ToolError> {
-    answer["results"].as_array().ok_or_else(|| {
-        ToolError::CrmError(
-            json!({"crm": "hubspot", "error": format!("the {what} answer has no results list")})
-                .to_string(),
-        )
-    })
-}
 
 /// No input.
 #[derive(Debug, Default, Deserialize, JsonSchema)]
@@ -45,7 +36,7 @@ impl Tool for ListRoles {
                 "roles",
             ),
         )?;
-        let roles: Vec<Value> = list(&answer, "roles")?
+        let roles: Vec<Value> = results(&answer, "roles")?
             .iter()
             .map(|r| json!({"id": r["id"], "name": r["name"]}))
             .collect();
@@ -151,7 +142,8 @@ impl Tool for GetPipelineStages {
                     format!("{object} pipeline {}", pipeline.0),
                 );
                 let answer = client::send(session, call)?;
-                let stages: Vec<Value> = list(&answer, "stages")?.iter().map(map_stage).collect();
+                let stages: Vec<Value> =
+                    results(&answer, "stages")?.iter().map(map_stage).collect();
                 Ok(json!({"object_type": object, "pipeline_id": pipeline.0, "stages": stages}))
             }
             None => {
@@ -161,7 +153,7 @@ impl Tool for GetPipelineStages {
                     format!("{object} pipelines"),
                 );
                 let answer = client::send(session, call)?;
-                let pipelines: Vec<Value> = list(&answer, "pipelines")?
+                let pipelines: Vec<Value> = results(&answer, "pipelines")?
                     .iter()
                     .map(|p| {
                         let stages: Vec<Value> = p["stages"]
@@ -242,7 +234,7 @@ impl Tool for GetProperties {
                 .iter()
                 .any(|v| v.as_str().is_some_and(|s| s.to_lowercase().contains(n))),
         };
-        let properties: Vec<Value> = list(&answer, "properties")?
+        let properties: Vec<Value> = results(&answer, "properties")?
             .iter()
             .filter(|p| p["archived"] != true && matches(p))
             .map(compact_property)

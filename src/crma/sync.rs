@@ -8,10 +8,11 @@
 //! would soft-delete whoever was on the unread pages), then the changes go to the store in one
 //! all-or-nothing write.
 
-use super::client::{self, Call};
+use super::client::{self, Call, results};
 use super::metadata::NoInput;
 use super::scopes::{Operation, check};
 use super::tools::next_cursor;
+use super::types::id_text;
 use crate::error::ToolError;
 use crate::mapping::{Mapping, MappingKind};
 use crate::tools::{Session, Tool};
@@ -38,12 +39,7 @@ fn read_all(
         }
         let call = Call::get(operation.clone(), path.clone(), what).with_query(page_query);
         let answer = client::send(session, call)?;
-        let page = answer["results"].as_array().ok_or_else(|| {
-            ToolError::CrmError(
-                json!({"crm": "hubspot", "error": format!("the {what} answer has no results list")})
-                    .to_string(),
-            )
-        })?;
+        let page = results(&answer, what)?;
         items.extend(page.iter().cloned());
         match next_cursor(&answer) {
             Some(next) if Some(&next) == after.as_ref() => {
@@ -59,17 +55,6 @@ fn read_all(
     Err(ToolError::Unavailable(format!(
         "the {what} listing has more than {MAX_PAGES} pages; nothing was changed locally"
     )))
-}
-
-/// An id HubSpot writes as a number or a digit string.
-fn id_text(value: &Value) -> Option<String> {
-    match value {
-        Value::Number(n) => n.as_u64().map(|n| n.to_string()),
-        Value::String(s) if !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit()) => {
-            Some(s.clone())
-        }
-        _ => None,
-    }
 }
 
 fn object(value: Value) -> Map<String, Value> {

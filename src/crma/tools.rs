@@ -45,7 +45,7 @@ impl PropertyValues {
 }
 
 /// The id of a created or changed record, from `id` or (older answers) `entity.id`.
-pub(super) fn answer_id(answer: &Value) -> Option<String> {
+fn answer_id(answer: &Value) -> Option<String> {
     answer["id"]
         .as_str()
         .or(answer["entity"]["id"].as_str())
@@ -219,27 +219,31 @@ impl Tool for CreateRecord {
     type Input = CreateInput;
 
     fn run(input: CreateInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+        let wire = input.properties.to_wire()?;
+        if wire.is_empty() {
+            return Err(ToolError::invalid(
+                "properties is empty: give at least one property",
+            ));
+        }
         create(
             session,
             &input.object_type,
-            &input.properties,
+            wire,
             &input.associations,
+            "search for it before creating it again",
         )
     }
 }
 
-fn create(
+/// Creates one record (records and activities alike): sent once, and its returned id kept in
+/// the mapping store. `before_redo` tells the user how to check when no id comes back.
+pub(super) fn create(
     session: &mut Session<'_>,
     object_type: &ObjectType,
-    properties: &PropertyValues,
+    wire: Map<String, Value>,
     associations: &[AssociationInput],
+    before_redo: &str,
 ) -> Result<Value, ToolError> {
-    let wire = properties.to_wire()?;
-    if wire.is_empty() {
-        return Err(ToolError::invalid(
-            "properties is empty: give at least one property",
-        ));
-    }
     let mut body = json!({"properties": wire});
     if !associations.is_empty() {
         body["associations"] = associations_body(object_type, associations)?.into();
@@ -253,7 +257,9 @@ fn create(
     .with_body(Method::Post, Effect::Write, body);
     let answer = client::send(session, call)?;
     let id = answer_id(&answer).ok_or_else(|| {
-        ToolError::OutcomeUnknown(format!("HubSpot accepted the new {object} record but returned no id; search for it before creating it again"))
+        ToolError::OutcomeUnknown(format!(
+            "HubSpot accepted the new {object} record but returned no id; {before_redo}"
+        ))
     })?;
     let mut out = json!({"id": id, "object_type": object});
     if let Some(warning) = session.remember_created(CreatedRecord {

@@ -156,6 +156,20 @@ impl RecordId {
     }
 }
 
+/// An id in a HubSpot answer (record, owner, user, role or team id), which HubSpot writes as a
+/// number or a digit string, as text; `None` for anything else.
+pub fn id_text(value: &serde_json::Value) -> Option<String> {
+    match value {
+        serde_json::Value::Number(n) => n.as_u64().map(|n| n.to_string()),
+        serde_json::Value::String(s)
+            if !s.is_empty() && s.len() <= 20 && s.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            Some(s.clone())
+        }
+        _ => None,
+    }
+}
+
 /// Ids arrive as strings (HubSpot's form) or, from a model, as numbers.
 impl TryFrom<serde_json::Value> for RecordId {
     type Error = String;

@@ -274,7 +274,23 @@ impl HubSpotData {
             .is_some_and(|r| r.contains_key(&id))
     }
 
-    /// Checks property names against the type's definitions, as HubSpot does.
+    /// The body's `properties`, checked against the type's definitions as HubSpot does.
+    fn properties_of<'b>(
+        &self,
+        object: &str,
+        body: &'b Value,
+    ) -> Result<&'b Map<String, Value>, Answer> {
+        let properties = body["properties"].as_object().ok_or_else(|| {
+            error(
+                400,
+                "VALIDATION_ERROR",
+                "Invalid input JSON: properties is required",
+            )
+        })?;
+        self.check_properties(object, properties)?;
+        Ok(properties)
+    }
+
     fn check_properties(
         &self,
         object: &str,
@@ -304,16 +320,10 @@ impl HubSpotData {
     }
 
     fn create(&mut self, object: &'static str, body: &Value) -> Answer {
-        let Some(properties) = body["properties"].as_object() else {
-            return error(
-                400,
-                "VALIDATION_ERROR",
-                "Invalid input JSON: properties is required",
-            );
+        let properties = match self.properties_of(object, body) {
+            Ok(properties) => properties,
+            Err(answer) => return answer,
         };
-        if let Err(answer) = self.check_properties(object, properties) {
-            return answer;
-        }
         let mut links = Vec::new();
         for a in body["associations"].as_array().into_iter().flatten() {
             let to_id: u64 = a["to"]["id"]
@@ -358,16 +368,10 @@ impl HubSpotData {
     }
 
     fn update(&mut self, object: &'static str, id: &str, body: &Value) -> Answer {
-        let Some(properties) = body["properties"].as_object() else {
-            return error(
-                400,
-                "VALIDATION_ERROR",
-                "Invalid input JSON: properties is required",
-            );
+        let properties = match self.properties_of(object, body) {
+            Ok(properties) => properties,
+            Err(answer) => return answer,
         };
-        if let Err(answer) = self.check_properties(object, properties) {
-            return answer;
-        }
         let id: u64 = id.parse().unwrap_or(0);
         let Some(record) = self.objects.get_mut(object).and_then(|r| r.get_mut(&id)) else {
             return error(
