@@ -6,7 +6,7 @@
 //! `outcome-unknown`, because re-sending a create could duplicate the record.
 
 use crate::config::Limits;
-use crate::error::ToolError;
+use crate::error::{Crm, CrmProblem, ToolError};
 use crate::http::{Effect, Request, Response, Transport, TransportError};
 use std::time::Duration;
 
@@ -52,7 +52,7 @@ pub fn execute(
                     });
                 }
                 if last || matches!(err, TransportError::ResponseTooLarge { .. }) {
-                    return Err(transport_failure(&err, attempt));
+                    return Err(transport_failure(request.crm, &err, attempt));
                 }
                 transport.sleep(backoff(attempt, limits));
             }
@@ -136,16 +136,15 @@ fn write_unknown(request: &Request, what: &str) -> ToolError {
     ))
 }
 
-fn transport_failure(err: &TransportError, attempts: u32) -> ToolError {
+fn transport_failure(crm: Crm, err: &TransportError, attempts: u32) -> ToolError {
     match err {
-        TransportError::ResponseTooLarge { limit } => ToolError::CrmError(
-            serde_json::json!({
-                "error": "response_too_large",
-                "limit_bytes": limit,
-                "hint": "ask for fewer records or fields",
-            })
-            .to_string(),
-        ),
+        TransportError::ResponseTooLarge { limit } => CrmProblem::new(
+            crm,
+            "RESPONSE_TOO_LARGE",
+            "The answer was too large to read: ask for fewer records or fields.",
+        )
+        .with_message(format!("the answer was over the {limit}-byte limit"))
+        .into(),
         _ => ToolError::Unavailable(format!(
             "{err} (after {attempts} attempt{}); try again later",
             if attempts == 1 { "" } else { "s" }
@@ -204,11 +203,15 @@ pub(crate) mod tests {
     }
 
     fn read() -> Request {
-        Request::get(Url::parse("https://broker.example.com/r").unwrap())
+        Request::get(
+            Crm::Salesforce,
+            Url::parse("https://broker.example.com/r").unwrap(),
+        )
     }
 
     fn write() -> Request {
         Request::json(
+            Crm::Hubspot,
             Method::Post,
             Url::parse("https://broker.example.com/w").unwrap(),
             Effect::Write,
@@ -342,7 +345,9 @@ pub(crate) mod tests {
     fn oversize_responses_are_not_retried() {
         let mut t = ScriptedTransport::new([Err(TransportError::ResponseTooLarge { limit: 1024 })]);
         let err = execute(&mut t, &Limits::default(), &read()).unwrap_err();
-        assert!(matches!(&err, ToolError::CrmError(m) if m.contains("response_too_large")));
+        assert!(
+            matches!(&err, ToolError::CrmError(m) if m.to_string().contains("RESPONSE_TOO_LARGE"))
+        );
         assert_eq!(t.sent.len(), 1);
     }
 }

@@ -84,7 +84,7 @@ fn to_wit(err: ToolError) -> wit::ToolError {
         ToolError::RateLimited(s) => wit::ToolError::RateLimited(s),
         ToolError::Unavailable(m) => wit::ToolError::Unavailable(m),
         ToolError::OutcomeUnknown(m) => wit::ToolError::OutcomeUnknown(m),
-        ToolError::CrmError(m) => wit::ToolError::CrmError(m),
+        ToolError::CrmError(problem) => wit::ToolError::CrmError(problem.to_string()),
     }
 }
 

@@ -100,7 +100,7 @@ impl Default for Limits {
 }
 
 /// A Salesforce API version such as `65.0`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct ApiVersion {
     major: u16,
 }

@@ -31,9 +31,10 @@ pub enum ToolError {
     /// A write was sent but its outcome is unknown; it was not retried.
     #[error("outcome unknown: {0}")]
     OutcomeUnknown(String),
-    /// Any other CRM error, as JSON with the status, codes and messages.
+    /// Any other CRM error, in one JSON shape for both CRMs (see [`CrmProblem`]); boxed, as it
+    /// is much larger than the other cases.
     #[error("CRM error: {0}")]
-    CrmError(String),
+    CrmError(Box<CrmProblem>),
 }
 
 impl ToolError {
@@ -55,5 +56,92 @@ impl ToolError {
     /// Shorthand for input errors, which are the most common.
     pub fn invalid(message: impl Into<String>) -> Self {
         ToolError::InvalidInput(message.into())
+    }
+}
+
+/// Which CRM a problem comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Crm {
+    /// CRM A.
+    Hubspot,
+    /// CRM B.
+    Salesforce,
+}
+
+/// A CRM error the assistant can act on, in one JSON shape for both CRMs, so a client reads
+/// `codes`, `messages`, `fields` and `hint` the same way whichever CRM answered.
+///
+/// `codes` are the CRM's own (`INVALID_FIELD`, `VALIDATION_ERROR`) or, when the problem is
+/// the answer itself, ours in the same style (`UNEXPECTED_ANSWER`, `RESPONSE_TOO_LARGE`).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CrmProblem {
+    pub crm: Crm,
+    /// The HTTP status, when the CRM answered.
+    pub status: Option<u16>,
+    pub codes: Vec<String>,
+    pub messages: Vec<String>,
+    /// Field or property names the CRM blamed.
+    pub fields: Vec<String>,
+    /// What to do next, written for the assistant.
+    pub hint: String,
+    /// The id the CRM's support asks for (HubSpot's `correlationId`).
+    pub correlation_id: Option<String>,
+    /// The record that already holds a unique value (HubSpot `CONFLICT` on create).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub existing_id: Option<String>,
+}
+
+impl CrmProblem {
+    /// A problem with one code and a hint; the rest is added with the `with_*` methods.
+    pub fn new(crm: Crm, code: impl Into<String>, hint: impl Into<String>) -> Self {
+        CrmProblem {
+            crm,
+            status: None,
+            codes: vec![code.into()],
+            messages: Vec::new(),
+            fields: Vec::new(),
+            hint: hint.into(),
+            correlation_id: None,
+            existing_id: None,
+        }
+    }
+
+    pub fn with_status(mut self, status: u16) -> Self {
+        self.status = Some(status);
+        self
+    }
+
+    pub fn with_message(mut self, message: impl Into<String>) -> Self {
+        let message = message.into();
+        if !message.is_empty() {
+            self.messages.push(message);
+        }
+        self
+    }
+
+    /// The answer was not what the CRM documents (not JSON, or a missing list).
+    pub fn unexpected_answer(crm: Crm, status: u16, what: impl Into<String>) -> Self {
+        CrmProblem::new(
+            crm,
+            "UNEXPECTED_ANSWER",
+            "The CRM sent an answer this tool could not read; try again, and report it if it \
+             persists.",
+        )
+        .with_status(status)
+        .with_message(what)
+    }
+}
+
+impl std::fmt::Display for CrmProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let json = serde_json::to_string(self).map_err(|_| std::fmt::Error)?;
+        f.write_str(&json)
+    }
+}
+
+impl From<CrmProblem> for ToolError {
+    fn from(problem: CrmProblem) -> Self {
+        ToolError::CrmError(Box::new(problem))
     }
 }

@@ -1,5 +1,6 @@
 //! Requests and responses as plain data, and the transport seam between the core and WASI.
 
+use crate::error::Crm;
 use std::time::Duration;
 use url::Url;
 
@@ -42,6 +43,8 @@ pub enum Effect {
 /// One outgoing request, fully built and validated; the transport only carries it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Request {
+    /// The CRM it goes to, so a failure of the answer itself can still name its source.
+    pub crm: Crm,
     pub method: Method,
     pub url: Url,
     pub effect: Effect,
@@ -51,8 +54,9 @@ pub struct Request {
 
 impl Request {
     /// A read with no body.
-    pub fn get(url: Url) -> Self {
+    pub fn get(crm: Crm, url: Url) -> Self {
         Request {
+            crm,
             method: Method::Get,
             url,
             effect: Effect::Read,
@@ -61,8 +65,15 @@ impl Request {
     }
 
     /// A request carrying a JSON body.
-    pub fn json(method: Method, url: Url, effect: Effect, body: &serde_json::Value) -> Self {
+    pub fn json(
+        crm: Crm,
+        method: Method,
+        url: Url,
+        effect: Effect,
+        body: &serde_json::Value,
+    ) -> Self {
         Request {
+            crm,
             method,
             url,
             effect,

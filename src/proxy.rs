@@ -29,6 +29,26 @@ pub fn crm_b(config: &Config, path: &[&str], query: &[(&str, &str)]) -> Url {
     build(&config.proxy_base, &segments, query)
 }
 
+/// The org's list of REST API versions, `{proxy_base}/sdk/proxy/{integration}/services/data/`,
+/// the one Salesforce path that names no version.
+pub fn crm_b_versions(config: &Config) -> Url {
+    let mut url = build(
+        &config.proxy_base,
+        &[
+            "sdk",
+            "proxy",
+            &config.crm_b_integration,
+            "services",
+            "data",
+        ],
+        &[],
+    );
+    url.path_segments_mut()
+        .expect("the configured proxy base is an http(s) URL, which has a path")
+        .push("");
+    url
+}
+
 /// The path prefix every CRM B URL of this tenant starts with (used to vet paging links).
 pub fn crm_b_root_path(config: &Config) -> String {
     crm_b(config, &[], &[])

@@ -112,6 +112,10 @@ fn hubspot_stub() -> StubBackend {
                 json!({"total": 1, "results": [{"id": "51", "properties": {"email": "ana@example.com", "hs_object_id": "51"}, "createdAt": "2025-01-01T00:00:00Z", "updatedAt": "2025-01-02T00:00:00Z", "archived": false}]})
             }
             ("POST", "/crm/v3/objects/companies/merge") => json!({"id": "1", "properties": {}}),
+            ("GET", p) if p.starts_with("/crm/v3/objects/") => {
+                let id = p.rsplit('/').next().unwrap_or_default();
+                json!({"id": id, "properties": {"email": "ana@example.com", "hs_object_id": id}, "createdAt": "2025-01-01T00:00:00Z", "updatedAt": "2025-01-02T00:00:00Z", "archived": false})
+            }
             ("POST", _) => {
                 return Reply::json(
                     201,
@@ -201,12 +205,20 @@ fn every_tool() -> Vec<(&'static str, Value, Vec<&'static str>)> {
         (
             "crma_get_pipeline_stages",
             json!({"object_type": "deals", "pipeline_id": "default"}),
-            vec!["crm.objects.deals.read", "crm.schemas.deals.read"],
+            vec![
+                "crm.objects.deals.read",
+                "crm.schemas.deals.read",
+                "crm.schemas.custom.read",
+            ],
         ),
         (
             "crma_get_properties",
             json!({"object_type": "companies"}),
-            vec!["crm.objects.companies.read", "crm.schemas.companies.read"],
+            vec![
+                "crm.objects.companies.read",
+                "crm.schemas.companies.read",
+                "crm.schemas.custom.read",
+            ],
         ),
         ("crma_get_account_details", json!({}), vec!["oauth"]),
         (
@@ -571,17 +583,20 @@ impl Directory {
     fn new() -> Self {
         let owners = (1..=5)
             .map(|i| json!({"id": format!("8{i}"), "email": format!("owner{i}@example.com"), "firstName": "O", "lastName": format!("{i}"),
-                            "userId": 700 + i, "archived": false, "teams": []}))
+                            "userId": 700 + i, "userIdIncludingInactive": 700 + i, "archived": false, "teams": []}))
             .collect();
         Directory {
             owners: Arc::new(Mutex::new(owners)),
         }
     }
 
+    /// As HubSpot archives an owner: `userId` becomes null and the user stays in
+    /// `userIdIncludingInactive` (https://developers.hubspot.com/docs/api/crm/owners).
     fn archive(&self, id: &str) {
         for o in self.owners.lock().unwrap().iter_mut() {
             if o["id"] == id {
                 o["archived"] = true.into();
+                o["userId"] = Value::Null;
             }
         }
     }
@@ -685,6 +700,12 @@ async fn sync_creates_then_changes_nothing_then_soft_deletes_and_survives_a_rest
     let archived = db.get("owner", "83").unwrap().unwrap();
     assert!(archived.deleted);
     assert!(archived.fields.contains("owner3@example.com"));
+    // The archived owner keeps its user, read from `userIdIncludingInactive`, both ways.
+    let fields: Value = serde_json::from_str(&archived.fields).unwrap();
+    assert_eq!(fields["user_id"], "703", "{fields}");
+    let user: Value =
+        serde_json::from_str(&db.get("user", "703").unwrap().unwrap().fields).unwrap();
+    assert_eq!(user["owner_id"], "83", "{user}");
     assert_eq!(db.list("user").unwrap().len(), 5);
     drop(db);
     let restarted = host_with(Arc::new(directory.stub()), &[("t1", file.clone())]);
@@ -1009,4 +1030,144 @@ async fn malformed_crma_input_is_invalid_input_with_nothing_sent() {
         );
         assert!(stub.requests().is_empty(), "{tool} {input}: nothing sent");
     }
+}
+
+/// The sandbox tenant `acme` with every required scope, on a fresh sandbox.
+async fn acme_sandbox() -> (Host, impl Fn(&str, Value) -> CallRequest) {
+    let host = host_with(Arc::new(SandboxCrm::new()), &[]);
+    let mut spec = SandboxCrm::tenant_spec("acme");
+    spec.mappings = MappingLocation::Memory;
+    host.add_tenant(spec, runtime().load(&wasm()).unwrap())
+        .unwrap();
+    let acme = |tool: &str, input: Value| CallRequest {
+        tenant_id: "acme".into(),
+        user_id: "demo-user".into(),
+        granted_scopes: ALL_SCOPES.iter().map(|s| s.to_string()).collect(),
+        instance_url: None,
+        tool: tool.into(),
+        input: input.to_string(),
+    };
+    (host, acme)
+}
+
+/// What a real portal does and a lenient fake hid (issue 8), through the built component and
+/// the sandbox, which answers as HubSpot documents.
+#[tokio::test]
+async fn the_tools_follow_hubspots_real_portal_rules() {
+    use crm_host::bindings::ToolError as E;
+    let (host, acme) = acme_sandbox().await;
+    let ok = |out: Result<String, CallError>| -> Value {
+        serde_json::from_str(&out.unwrap_or_else(|e| panic!("{e}"))).unwrap()
+    };
+
+    // Search is eventually consistent: a contact created a moment ago is read by id at once.
+    let created = ok(host
+        .call(acme(
+            "crma_create_record",
+            json!({"object_type": "contacts", "properties": {"email": "new.buyer@acme-energy.example.com", "firstname": "Nia"}}),
+        ))
+        .await);
+    let id = created["id"].as_str().unwrap().to_string();
+    let read = ok(host
+        .call(acme(
+            "crma_get_record",
+            json!({"object_type": "contacts", "record_id": id, "properties": ["email"]}),
+        ))
+        .await);
+    assert_eq!(
+        read["properties"]["email"],
+        "new.buyer@acme-energy.example.com"
+    );
+
+    // An archived record says so rather than "not found".
+    let archived = ok(host
+        .call(acme(
+            "crma_get_record",
+            json!({"object_type": "contacts", "record_id": "357206"}),
+        ))
+        .await);
+    assert_eq!(archived["archived"], true, "{archived}");
+
+    // IN on an enumeration sends its internal value as given and finds the task.
+    let tasks = ok(host
+        .call(acme(
+            "crma_search_records",
+            json!({"object_type": "tasks", "filter_groups": [{"filters": [{"property": "hs_task_status", "operator": "IN", "values": ["NOT_STARTED"]}]}], "properties": ["hs_task_subject"]}),
+        ))
+        .await);
+    assert_eq!(tasks["total"], 1, "{tasks}");
+    // ...and on a string property lower-cases, so capitals still match.
+    let contacts = ok(host
+        .call(acme(
+            "crma_search_records",
+            json!({"object_type": "contacts", "filter_groups": [{"filters": [{"property": "firstname", "operator": "IN", "values": ["Maria"]}]}]}),
+        ))
+        .await);
+    assert_eq!(contacts["total"], 1, "{contacts}");
+
+    // A date property takes a midnight ISO date as YYYY-MM-DD; a time of day is refused unsent.
+    let dated = ok(host
+        .call(acme(
+            "crma_update_record",
+            json!({"object_type": "contacts", "record_id": "357200", "properties": {"renewal_date": "2026-11-30T00:00:00-05:00"}}),
+        ))
+        .await);
+    assert_eq!(dated["updated"], true);
+    let reread = ok(host
+        .call(acme(
+            "crma_get_record",
+            json!({"object_type": "contacts", "record_id": "357200", "properties": ["renewal_date"]}),
+        ))
+        .await);
+    assert_eq!(reread["properties"]["renewal_date"], "2026-11-30");
+    let err = host
+        .call(acme(
+            "crma_update_record",
+            json!({"object_type": "contacts", "record_id": "357200", "properties": {"renewal_date": "2026-11-30T15:30:00Z"}}),
+        ))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, CallError::Tool(E::InvalidInput(m)) if m.contains("YYYY-MM-DD")),
+        "{err:?}"
+    );
+
+    // A duplicate email is a conflict that names the existing contact.
+    let err = host
+        .call(acme(
+            "crma_create_record",
+            json!({"object_type": "contacts", "properties": {"email": "maria.garcia@acme-energy.example.com"}}),
+        ))
+        .await
+        .unwrap_err();
+    match err {
+        CallError::Tool(E::CrmError(text)) => {
+            let problem: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(problem["existing_id"], "357200", "{problem}");
+            assert_eq!(problem["codes"], json!(["CONFLICT"]));
+        }
+        other => panic!("{other:?}"),
+    }
+
+    // Listings page with HubSpot's opaque tokens (base64, `=` escaped).
+    let first = ok(host
+        .call(acme("crma_list_users", json!({"limit": 1})))
+        .await);
+    let cursor = first["next_cursor"].as_str().unwrap().to_string();
+    assert!(cursor.contains("%3D"), "{cursor}");
+    let second = ok(host
+        .call(acme(
+            "crma_list_users",
+            json!({"limit": 1, "cursor": cursor}),
+        ))
+        .await);
+    assert_ne!(first["results"][0]["id"], second["results"][0]["id"]);
+
+    // The archived owner keeps its user link (userId is null, userIdIncludingInactive is not).
+    ok(host.call(acme("crma_sync_users", json!({}))).await);
+    let db = host.mappings("acme").unwrap();
+    let owner = db.get("owner", "81035703").unwrap().unwrap();
+    assert!(owner.deleted);
+    let fields: Value = serde_json::from_str(&owner.fields).unwrap();
+    assert_eq!(fields["user_id"], "7103573", "{fields}");
 }

@@ -756,7 +756,7 @@ async fn a_hostile_next_records_url_is_not_followed() {
             .await,
     );
     assert_eq!(kind, "crm-error");
-    assert!(message.contains("unsafe_next_records_url"), "{message}");
+    assert!(message.contains("UNSAFE_NEXT_RECORDS_URL"), "{message}");
     assert_eq!(f.stub.requests().len(), 1);
 }
 
@@ -839,6 +839,56 @@ async fn the_sandbox_answers_all_six_crmb_tools() {
     assert_eq!(kind, "crm-error");
     assert!(
         message.contains("INVALID_FIELD") && message.contains("crmb_get_object_fields"),
+        "{message}"
+    );
+}
+
+/// What a real org does and a lenient fake hid (issue 8), against the sandbox, which answers
+/// as Salesforce documents: a URI over 16,384 bytes is a 414, and a version the org does not
+/// serve answers 404 NOT_FOUND beside `GET /services/data/`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tools_follow_salesforces_real_org_rules() {
+    let audit = AuditLog::in_memory();
+    let host = Host::new(runtime(), Arc::new(SandboxCrm::new()), audit.clone());
+    host.add_tenant(SandboxCrm::tenant_spec("acme"), plugin())
+        .unwrap();
+    let mut pinned = SandboxCrm::tenant_spec("globex");
+    pinned
+        .settings
+        .push(("CRM_B_API_VERSION".into(), "99.0".into()));
+    host.add_tenant(pinned, plugin()).unwrap();
+
+    // An IN list too long for the URL is refused before anything is sent.
+    let ids: Vec<String> = (0..800).map(|i| format!("'001{i:015}'")).collect();
+    let long = format!(
+        "SELECT Id, Name FROM Account WHERE Id IN ({})",
+        ids.join(", ")
+    );
+    let (kind, message) = tool_error(
+        host.call(call("acme", "crmb_run_soql_query", json!({"query": long})))
+            .await,
+    );
+    assert_eq!(kind, "invalid-input");
+    assert!(message.contains("IN lists"), "{message}");
+    let requests = audit
+        .events()
+        .iter()
+        .filter(|e| matches!(e, AuditEvent::Request { .. }))
+        .count();
+    assert_eq!(requests, 0, "nothing was sent");
+
+    // A pinned version the org does not serve: named, with the version to configure.
+    let (kind, message) = tool_error(
+        host.call(call(
+            "globex",
+            "crmb_run_soql_query",
+            json!({"query": "SELECT Id FROM Account"}),
+        ))
+        .await,
+    );
+    assert_eq!(kind, "crm-error");
+    assert!(
+        message.contains("API_VERSION_NOT_SUPPORTED") && message.contains("v66.0"),
         "{message}"
     );
 }

@@ -8,7 +8,7 @@ use super::client::{self, Call};
 use super::scopes::Operation;
 use super::tools::{after, next_cursor};
 use super::types::{ObjectType, RecordId, id_text};
-use crate::error::ToolError;
+use crate::error::{Crm, CrmProblem, ToolError};
 use crate::http::{Effect, Method};
 use crate::tools::{Session, Tool};
 use schemars::JsonSchema;
@@ -154,10 +154,12 @@ impl Tool for GetAssociations {
             results.extend(page.iter().filter_map(map_association));
             let next = next_cursor(&answer);
             if next.is_some() && next == cursor {
-                return Err(ToolError::CrmError(
-                    json!({"crm": "hubspot", "error": "the associations answer repeated its paging cursor"})
-                        .to_string(),
-                ));
+                return Err(CrmProblem::unexpected_answer(
+                    Crm::Hubspot,
+                    200,
+                    "the associations answer repeated its paging cursor",
+                )
+                .into());
             }
             cursor = next;
             if cursor.is_none() || results.len() as u32 >= budget || page.is_empty() {

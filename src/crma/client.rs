@@ -2,11 +2,11 @@
 
 use super::errors::map_error;
 use super::scopes::{Operation, check};
-use crate::error::ToolError;
+use crate::error::{Crm, CrmProblem, ToolError};
 use crate::http::{Effect, Method, Request};
 use crate::proxy;
 use crate::tools::Session;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// A HubSpot request as data: what it does (for the scope check), how, where and with what.
 pub struct Call<'a> {
@@ -56,10 +56,12 @@ impl<'a> Call<'a> {
 /// The `results` list of a HubSpot listing answer; a missing one is a `crm-error`.
 pub fn results<'v>(answer: &'v Value, what: &str) -> Result<&'v Vec<Value>, ToolError> {
     answer["results"].as_array().ok_or_else(|| {
-        ToolError::CrmError(
-            json!({"crm": "hubspot", "error": format!("the {what} answer has no results list")})
-                .to_string(),
+        CrmProblem::unexpected_answer(
+            Crm::Hubspot,
+            200,
+            format!("the {what} answer has no results list"),
         )
+        .into()
     })
 }
 
@@ -71,8 +73,9 @@ pub fn send(session: &mut Session<'_>, call: Call<'_>) -> Result<Value, ToolErro
     let query: Vec<(&str, &str)> = call.query.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let url = proxy::crm_a(config, &call.path, &query);
     let request = match &call.body {
-        Some(body) => Request::json(call.method, url, call.effect, body),
+        Some(body) => Request::json(Crm::Hubspot, call.method, url, call.effect, body),
         None => Request {
+            crm: Crm::Hubspot,
             method: call.method,
             url,
             effect: call.effect,
@@ -91,14 +94,18 @@ pub fn send(session: &mut Session<'_>, call: Call<'_>) -> Result<Value, ToolErro
         return Ok(Value::Null);
     }
     serde_json::from_slice(&response.body).map_err(|err| {
-        let problem = json!({"crm": "hubspot", "status": response.status, "error": format!("the answer was not JSON: {err}")});
         match call.effect {
             // A write whose answer cannot be read may still have happened.
             Effect::Write => ToolError::OutcomeUnknown(format!(
                 "HubSpot answered {} but the answer could not be read; check {} in HubSpot before redoing the change",
                 response.status, call.subject
             )),
-            Effect::Read => ToolError::CrmError(problem.to_string()),
+            Effect::Read => CrmProblem::unexpected_answer(
+                Crm::Hubspot,
+                response.status,
+                format!("the answer was not JSON: {err}"),
+            )
+            .into(),
         }
     })
 }

@@ -5,10 +5,10 @@
 //! in?, context?}], context?}`.
 
 use crate::client::{RateWindow, rate_limit_window, retry_after};
-use crate::error::ToolError;
+use crate::error::{Crm, CrmProblem, ToolError};
 use crate::http::Response;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 /// The parts of HubSpot's error body that are used.
 #[derive(Debug, Default, Deserialize)]
@@ -55,12 +55,20 @@ pub fn map_error(response: &Response, granted: &[String], subject: &str) -> Tool
              if needed.{said}{correlation}"
         )),
         (_, "MISSING_SCOPES") => {
+            // HubSpot's list means "one or more of the following": holding any one suffices.
             let required = scopes_in(&body);
-            if !required.is_empty() && required.iter().all(|s| granted.contains(s)) {
+            let already: Vec<&String> = required.iter().filter(|s| granted.contains(s)).collect();
+            if !already.is_empty() {
                 ToolError::Forbidden(format!(
-                    "HubSpot says the connection lacks {} although the workspace granted it: legacy \
-                     and newer installations are mixed. Confirm the HubSpot installation uses \
-                     project framework release 2025.2 or later, and reinstall if needed.{correlation}",
+                    "HubSpot says the connection lacks a scope for this, but the workspace already \
+                     granted {} (any one of {} would do), so approving it again will not help: \
+                     legacy and newer installations are mixed. Confirm the HubSpot installation \
+                     uses project framework release 2025.2 or later, and reinstall if needed.{correlation}",
+                    already
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", "),
                     required.join(", ")
                 ))
             } else if required.is_empty() {
@@ -93,6 +101,9 @@ pub fn map_error(response: &Response, granted: &[String], subject: &str) -> Tool
         )),
         (status, category) => {
             let properties = property_names(&body);
+            let existing_id = (category == "CONFLICT")
+                .then(|| existing_id(&body.message))
+                .flatten();
             let hint = match category {
                 "VALIDATION_ERROR" if !properties.is_empty() => format!(
                     "HubSpot rejected the value of {}: check the name and the value's format \
@@ -102,27 +113,57 @@ pub fn map_error(response: &Response, granted: &[String], subject: &str) -> Tool
                 "VALIDATION_ERROR" => "HubSpot rejected the input; the message says which part. \
                      crma_get_properties lists property names, types and options."
                     .into(),
-                "CONFLICT" => "A record with this unique value already exists (for contacts, the \
-                     email); update that record instead."
-                    .into(),
+                "CONFLICT" => match &existing_id {
+                    Some(id) => format!(
+                        "A record with this unique value already exists: its id is {id}. Update \
+                         that record (crma_update_record) instead of creating another."
+                    ),
+                    None => "A record with this unique value already exists (for contacts, the \
+                         email); find it with crma_search_records and update it instead."
+                        .into(),
+                },
                 _ => "HubSpot refused the request; see the message.".into(),
             };
-            ToolError::CrmError(
-                json!({
-                    "crm": "hubspot",
-                    "status": status,
-                    "category": category,
-                    "sub_category": body.sub_category,
-                    "message": body.message,
-                    "properties": properties,
-                    "errors": body.errors,
-                    "correlation_id": body.correlation_id,
-                    "hint": hint,
-                })
-                .to_string(),
-            )
+            let mut codes: Vec<String> = [Some(category.to_string()), body.sub_category.clone()]
+                .into_iter()
+                .flatten()
+                .filter(|c| !c.is_empty())
+                .collect();
+            let mut messages = vec![body.message.clone()];
+            for detail in &body.errors {
+                if let Some(code) = detail["code"].as_str() {
+                    codes.push(code.to_string());
+                }
+                if let Some(message) = detail["message"].as_str() {
+                    messages.push(message.to_string());
+                }
+            }
+            codes.dedup();
+            messages.retain(|m| !m.is_empty());
+            CrmProblem {
+                crm: Crm::Hubspot,
+                status: Some(status),
+                codes,
+                messages,
+                fields: properties,
+                hint,
+                correlation_id: body.correlation_id.clone(),
+                existing_id,
+            }
+            .into()
         }
     }
+}
+
+/// The id in HubSpot's conflict message, "Contact already exists. Existing ID: 12345".
+fn existing_id(message: &str) -> Option<String> {
+    let at = message.find("Existing ID:")? + "Existing ID:".len();
+    let digits: String = message[at..]
+        .trim_start()
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    (!digits.is_empty()).then_some(digits)
 }
 
 /// Scopes named in a MISSING_SCOPES body (`context.requiredGranularScopes` or
@@ -196,6 +237,7 @@ fn rate_limit_seconds(response: &Response, body: &HubSpotError) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn answer(status: u16, body: Value) -> Response {
         Response {
@@ -245,6 +287,33 @@ mod tests {
         );
     }
 
+    /// HubSpot's MISSING_SCOPES detail says "One or more of the following scopes are
+    /// required": any one of the listed scopes would do. When the workspace already granted
+    /// one of them, asking the user to approve it again cannot help.
+    #[test]
+    fn missing_scopes_are_any_of_and_a_granted_one_is_never_asked_for_again() {
+        let body = json!({"status": "error", "message": "This app hasn't been granted all required scopes to make this call.", "correlationId": "c-5", "category": "MISSING_SCOPES",
+                          "errors": [{"message": "One or more of the following scopes are required.",
+                                      "context": {"requiredGranularScopes": ["crm.schemas.custom.read", "crm.objects.custom.read"]}}]});
+        let err = map_error(
+            &answer(403, body.clone()),
+            &granted(&["crm.schemas.custom.read"]),
+            "x",
+        );
+        assert!(
+            matches!(&err, ToolError::Forbidden(m) if m.contains("already granted crm.schemas.custom.read") && m.contains("2025.2")),
+            "{err:?}"
+        );
+        // None of them granted: any one of them is what to approve.
+        assert_eq!(
+            map_error(&answer(403, body), &granted(&["oauth"]), "x"),
+            ToolError::MissingScopes(vec![
+                "crm.schemas.custom.read".into(),
+                "crm.objects.custom.read".into()
+            ])
+        );
+    }
+
     #[test]
     fn marketplace_permission_needs_a_super_admin() {
         let err = map_error(
@@ -277,11 +346,11 @@ mod tests {
         );
         let body = json!({"status": "error", "category": "VALIDATION_ERROR", "correlationId": "c-4",
             "message": "Property values were not valid: [{\"isValid\":false,\"message\":\"Property \\\"favourite_colour\\\" does not exist\",\"error\":\"PROPERTY_DOESNT_EXIST\",\"name\":\"favourite_colour\"}]"});
-        let ToolError::CrmError(text) = map_error(&answer(400, body), &[], "x") else {
+        let ToolError::CrmError(problem) = map_error(&answer(400, body), &[], "x") else {
             panic!()
         };
-        let v: Value = serde_json::from_str(&text).unwrap();
-        assert_eq!(v["properties"], json!(["favourite_colour"]));
+        let v = serde_json::to_value(problem).unwrap();
+        assert_eq!(v["fields"], json!(["favourite_colour"]));
         assert_eq!(v["correlation_id"], "c-4");
         assert!(v["hint"].as_str().unwrap().contains("favourite_colour"));
     }

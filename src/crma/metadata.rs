@@ -4,7 +4,7 @@
 use super::client::{self, Call, results};
 use super::scopes::Operation;
 use super::types::{ObjectType, RecordId};
-use crate::error::ToolError;
+use crate::error::{Crm, CrmProblem, ToolError};
 use crate::schema::string_schema;
 use crate::tools::{Session, Tool};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
@@ -255,9 +255,11 @@ impl Account {
     /// Reads and checks the answer: a record link must point at HubSpot, whatever the answer says.
     pub fn from_answer(answer: &Value) -> Result<Self, ToolError> {
         let bad = |why: &str| {
-            ToolError::CrmError(
-                json!({"crm": "hubspot", "error": format!("account details: {why}")}).to_string(),
-            )
+            ToolError::from(CrmProblem::unexpected_answer(
+                Crm::Hubspot,
+                200,
+                format!("account details: {why}"),
+            ))
         };
         let portal_id = answer["portalId"]
             .as_u64()

@@ -5,6 +5,7 @@ pub mod associations;
 pub mod client;
 pub mod errors;
 pub mod metadata;
+pub mod properties;
 pub mod scopes;
 pub mod search;
 pub mod sync;

@@ -1,11 +1,13 @@
 //! HubSpot CRM search: typed filters checked against HubSpot's documented limits before
 //! sending, the request body as HubSpot wants it, and the answer mapped for the assistant.
 
-use super::types::{ObjectType, PropertyName, RecordId};
+use super::tools::next_cursor;
+use super::types::{ObjectType, PropertyName};
 use crate::error::ToolError;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use std::collections::BTreeSet;
 
 /// HubSpot's documented search limits.
 pub const MAX_FILTER_GROUPS: usize = 5;
@@ -106,7 +108,10 @@ pub struct Search {
     pub query: Option<String>,
     pub properties: Vec<PropertyName>,
     pub limit: u32,
-    pub after: Option<u64>,
+    /// HubSpot's paging token; for search it is the offset of the next result.
+    pub after: Option<String>,
+    /// Properties known to be strings, whose `IN` / `NOT_IN` values HubSpot wants lower-case.
+    pub string_properties: BTreeSet<String>,
 }
 
 /// A filter value on the wire: HubSpot takes strings.
@@ -147,7 +152,7 @@ impl Search {
             }
             total += group.filters.len();
             for filter in &group.filters {
-                filter_body(filter)?;
+                filter_body(filter, false)?;
             }
         }
         if total > MAX_FILTERS {
@@ -172,12 +177,29 @@ impl Search {
                 "query is over {MAX_QUERY_CHARS} characters"
             )));
         }
-        if self.after.is_some_and(|a| a >= MAX_REACHABLE) {
+        if self.offset().is_some_and(|a| a >= MAX_REACHABLE) {
             return Err(ToolError::invalid(format!(
                 "HubSpot search cannot page past {MAX_REACHABLE} results: narrow the filters (for example by date windows)"
             )));
         }
         Ok(())
+    }
+
+    /// The result offset the cursor stands for, when it is a number (as search's are).
+    fn offset(&self) -> Option<u64> {
+        self.after.as_deref().and_then(|a| a.parse().ok())
+    }
+
+    /// The page size actually asked for: HubSpot answers 400 when `after + limit` crosses
+    /// 10,000, so the last reachable page is shortened to end exactly there.
+    pub fn page_limit(&self) -> u32 {
+        match self.offset() {
+            Some(offset) => {
+                let left = MAX_REACHABLE.saturating_sub(offset);
+                self.limit.min(u32::try_from(left).unwrap_or(u32::MAX))
+            }
+            None => self.limit,
+        }
     }
 
     /// The request body, as HubSpot documents it.
@@ -189,7 +211,7 @@ impl Search {
             .map(|g| {
                 g.filters
                     .iter()
-                    .map(filter_body)
+                    .map(|f| filter_body(f, self.string_properties.contains(f.property.as_str())))
                     .collect::<Result<Vec<_>, _>>()
                     .map(|f| json!({"filters": f}))
             })
@@ -208,20 +230,31 @@ impl Search {
             "filterGroups": groups,
             "sorts": sorts,
             "properties": self.properties.iter().map(PropertyName::as_str).collect::<Vec<_>>(),
-            "limit": self.limit,
+            "limit": self.page_limit(),
         });
         if let Some(query) = &self.query {
             body["query"] = query.clone().into();
         }
-        if let Some(after) = self.after {
-            body["after"] = after.to_string().into();
+        if let Some(after) = &self.after {
+            body["after"] = after.clone().into();
         }
         Ok(body)
     }
 }
 
-/// One filter on the wire, checking that the operator has the values it needs.
-fn filter_body(filter: &Filter) -> Result<Value, ToolError> {
+/// True for an `IN` / `NOT_IN` filter with a capital in its values: whether to lower-case
+/// them depends on the property's type.
+pub fn lowercases(filter: &Filter) -> bool {
+    matches!(filter.operator, Operator::In | Operator::NotIn)
+        && filter.values.iter().flatten().any(|v| {
+            v.as_str()
+                .is_some_and(|s| s.chars().any(char::is_uppercase))
+        })
+}
+
+/// One filter on the wire, checking that the operator has the values it needs. `string` says
+/// the property is a string, whose `IN` / `NOT_IN` values HubSpot matches in lower case only.
+fn filter_body(filter: &Filter, string: bool) -> Result<Value, ToolError> {
     let name = filter.property.as_str();
     let mut out = json!({"propertyName": name, "operator": filter.operator.wire()});
     let need = |field: &str| {
@@ -238,10 +271,11 @@ fn filter_body(filter: &Filter) -> Result<Value, ToolError> {
                 .as_ref()
                 .filter(|v| !v.is_empty())
                 .ok_or_else(|| need("values (a non-empty list)"))?;
-            // HubSpot matches IN / NOT_IN string values in lower case only.
+            // "When searching a string property with this operator, values must be lowercase";
+            // enumeration values (NOT_STARTED) go exactly as given.
             let values: Vec<String> = values
                 .iter()
-                .map(|v| wire_value(v, "values").map(|s| s.to_lowercase()))
+                .map(|v| wire_value(v, "values").map(|s| if string { s.to_lowercase() } else { s }))
                 .collect::<Result<_, _>>()?;
             out["values"] = values.into();
         }
@@ -265,19 +299,6 @@ fn filter_body(filter: &Filter) -> Result<Value, ToolError> {
     Ok(out)
 }
 
-/// A filter group that finds one record by id.
-pub fn by_id(id: RecordId) -> Vec<FilterGroup> {
-    vec![FilterGroup {
-        filters: vec![Filter {
-            property: PropertyName::parse("hs_object_id").expect("a valid name"),
-            operator: Operator::Eq,
-            value: Some(Value::String(id.to_string())),
-            values: None,
-            high_value: None,
-        }],
-    }]
-}
-
 /// The answer, mapped: `results` with `id` and `properties`, `total`, and a cursor when more
 /// can be paged to.
 pub fn map_answer(body: &Value) -> Result<Value, String> {
@@ -296,11 +317,18 @@ pub fn map_answer(body: &Value) -> Result<Value, String> {
         })
         .collect();
     let mut out = json!({"results": results, "total": total});
-    if let Some(after) = body["paging"]["next"]["after"].as_str() {
-        let reachable = after.parse::<u64>().is_ok_and(|a| a < MAX_REACHABLE);
-        if reachable {
-            out["next_cursor"] = after.into();
+    // Any token HubSpot gives is passed on, except an offset HubSpot itself will refuse;
+    // then the note below says why there is no cursor.
+    let unreachable = |after: &str| after.parse::<u64>().is_ok_and(|a| a >= MAX_REACHABLE);
+    match next_cursor(body) {
+        Some(after) if !unreachable(&after) => out["next_cursor"] = after.into(),
+        Some(_) => {}
+        None if body["paging"]["next"]["after"].is_string() => {
+            out["note"] = "HubSpot has more results, but its paging cursor was not one this tool \
+                can pass on; narrow the filters to see the rest."
+                .into();
         }
+        None => {}
     }
     if total > MAX_REACHABLE {
         out["note"] = format!(
@@ -325,6 +353,7 @@ mod tests {
             properties: vec![],
             limit: 10,
             after: None,
+            string_properties: BTreeSet::from(["dealname".to_string()]),
         }
     }
 
@@ -337,7 +366,8 @@ mod tests {
                 {"property": "closedate", "operator": "HAS_PROPERTY"},
                 {"property": "dealname", "operator": "CONTAINS_TOKEN", "value": "renewal"}
             ]},
-            {"filters": [{"property": "amount", "operator": "GTE", "value": 10}, {"property": "pipeline", "operator": "NOT_IN", "values": ["x"]}]}
+            {"filters": [{"property": "amount", "operator": "GTE", "value": 10}, {"property": "pipeline", "operator": "NOT_IN", "values": ["x"]},
+                         {"property": "dealname", "operator": "IN", "values": ["Big Renewal"]}]}
         ]));
         let body = s.body().unwrap();
         assert_eq!(
@@ -346,7 +376,13 @@ mod tests {
         );
         assert_eq!(
             body["filterGroups"][0]["filters"][1],
-            json!({"propertyName": "dealstage", "operator": "IN", "values": ["appointmentscheduled", "closedwon"]})
+            json!({"propertyName": "dealstage", "operator": "IN", "values": ["appointmentscheduled", "ClosedWon"]}),
+            "an enumeration's values go exactly as given"
+        );
+        assert_eq!(
+            body["filterGroups"][1]["filters"][2],
+            json!({"propertyName": "dealname", "operator": "IN", "values": ["big renewal"]}),
+            "a string property's IN values go lower-case, as HubSpot requires"
         );
         assert_eq!(
             body["filterGroups"][0]["filters"][2],
@@ -385,7 +421,7 @@ mod tests {
         s.query = Some("x".repeat(3001));
         assert!(s.validate().is_err());
         s.query = None;
-        s.after = Some(10_000);
+        s.after = Some("10000".into());
         assert!(
             matches!(s.validate(), Err(ToolError::InvalidInput(m)) if m.contains("date windows"))
         );
@@ -419,6 +455,37 @@ mod tests {
         assert_eq!(out["next_cursor"], "100");
         assert!(out["note"].as_str().unwrap().contains("10000"));
         let last = json!({"total": 12000, "results": [], "paging": {"next": {"after": "10000"}}});
-        assert!(map_answer(&last).unwrap().get("next_cursor").is_none());
+        let out = map_answer(&last).unwrap();
+        assert!(out.get("next_cursor").is_none());
+        assert!(
+            out["note"].as_str().unwrap().contains("10000"),
+            "never silently"
+        );
+    }
+
+    /// HubSpot documents `after` only as "the paging cursor token" and its own examples are
+    /// base64 (`"after": "NTI1Cg%3D%3D"`): whatever it returns is handed on.
+    #[test]
+    fn an_opaque_cursor_is_passed_on_never_dropped() {
+        let answer = json!({"total": 600, "results": [], "paging": {"next": {"after": "NTI1Cg%3D%3D", "link": "?after=NTI1Cg%3D%3D"}}});
+        assert_eq!(map_answer(&answer).unwrap()["next_cursor"], "NTI1Cg%3D%3D");
+        let odd = json!({"total": 600, "results": [], "paging": {"next": {"after": "a b"}}});
+        let out = map_answer(&odd).unwrap();
+        assert!(out.get("next_cursor").is_none());
+        assert!(out["note"].as_str().unwrap().contains("more results"));
+    }
+
+    /// "Attempting to page beyond 10,000 will result in a 400 error": the last reachable page
+    /// is shortened so that after + limit is exactly 10,000.
+    #[test]
+    fn the_last_page_is_clamped_at_ten_thousand() {
+        let mut s = search(json!([]));
+        s.limit = 200;
+        s.after = Some("9900".into());
+        assert_eq!(s.body().unwrap()["limit"], 100);
+        s.after = Some("9999".into());
+        assert_eq!(s.body().unwrap()["limit"], 1);
+        s.after = Some("400".into());
+        assert_eq!(s.body().unwrap()["limit"], 200);
     }
 }

@@ -13,7 +13,7 @@ use super::metadata::NoInput;
 use super::scopes::{Operation, check};
 use super::tools::next_cursor;
 use super::types::id_text;
-use crate::error::ToolError;
+use crate::error::{Crm, CrmProblem, ToolError};
 use crate::mapping::{Mapping, MappingKind};
 use crate::tools::{Session, Tool};
 use serde_json::{Map, Value, json};
@@ -43,10 +43,12 @@ fn read_all(
         items.extend(page.iter().cloned());
         match next_cursor(&answer) {
             Some(next) if Some(&next) == after.as_ref() => {
-                return Err(ToolError::CrmError(
-                    json!({"crm": "hubspot", "error": format!("the {what} listing repeated its paging cursor; nothing was changed")})
-                        .to_string(),
-                ));
+                return Err(CrmProblem::unexpected_answer(
+                    Crm::Hubspot,
+                    200,
+                    format!("the {what} listing repeated its paging cursor; nothing was changed"),
+                )
+                .into());
             }
             Some(next) if !page.is_empty() => after = Some(next),
             _ => return Ok(items),
@@ -81,10 +83,11 @@ impl Snapshot {
     /// a user is linked to the active owner with its `userId` (an archived one otherwise).
     pub fn mappings(&self) -> Result<Vec<Mapping>, ToolError> {
         let missing_id = |what: &str| {
-            ToolError::CrmError(
-                json!({"crm": "hubspot", "error": format!("a {what} in the listing has no id; nothing was changed")})
-                    .to_string(),
-            )
+            ToolError::from(CrmProblem::unexpected_answer(
+                Crm::Hubspot,
+                200,
+                format!("a {what} in the listing has no id; nothing was changed"),
+            ))
         };
         let mut owner_of_user: HashMap<String, (String, bool)> = HashMap::new();
         let mut mappings = Vec::new();
@@ -96,7 +99,10 @@ impl Snapshot {
         let mut seen_owners = BTreeMap::new();
         for (owner, archived) in owners {
             let id = id_text(&owner["id"]).ok_or_else(|| missing_id("owner"))?;
-            let user_id = id_text(&owner["userId"]);
+            // HubSpot clears `userId` on archived owners and keeps the link in
+            // `userIdIncludingInactive` (owners guide), so read both.
+            let user_id =
+                id_text(&owner["userId"]).or_else(|| id_text(&owner["userIdIncludingInactive"]));
             if let Some(user) = &user_id {
                 let linked = owner_of_user
                     .entry(user.clone())

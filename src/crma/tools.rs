@@ -3,17 +3,18 @@
 
 use super::associations::{AssociationInput, associations_body};
 use super::client::{self, Call};
+use super::properties;
 use super::scopes::Operation;
 use super::search::{self, FilterGroup, Search, Sort};
 use super::types::{ObjectType, PropertyName, RecordId};
-use crate::error::ToolError;
+use crate::error::{Crm, CrmProblem, ToolError};
 use crate::http::{Effect, Method};
 use crate::mapping::CreatedRecord;
 use crate::tools::{Session, Tool};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Property name → value for writes. HubSpot stores every value as a string; numbers and
 /// booleans are sent as their text, null clears the property.
@@ -52,17 +53,15 @@ fn answer_id(answer: &Value) -> Option<String> {
         .map(str::to_string)
 }
 
-/// A HubSpot paging cursor (`after`): digits only.
+/// Longest paging token accepted back from a caller.
+const MAX_CURSOR_LEN: usize = 1024;
+
+/// A HubSpot paging cursor (`after`). HubSpot documents it only as "the paging cursor token"
+/// and its own examples are base64 text such as `NTI1Cg%3D%3D`, so any URL-safe token of a
+/// bounded length is passed back as it came.
 pub(super) fn after(cursor: &Option<String>) -> Result<Option<String>, ToolError> {
     match cursor {
-        Some(c)
-            if !c.is_empty()
-                && c.len() <= 20
-                && c.bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') =>
-        {
-            Ok(Some(c.clone()))
-        }
+        Some(c) if is_cursor(c) => Ok(Some(c.clone())),
         Some(_) => Err(ToolError::invalid(
             "cursor is not one this tool returned: pass next_cursor unchanged",
         )),
@@ -70,9 +69,19 @@ pub(super) fn after(cursor: &Option<String>) -> Result<Option<String>, ToolError
     }
 }
 
+/// 1 to 1,024 characters that need no escaping in a URL or are already escaped.
+fn is_cursor(text: &str) -> bool {
+    (1..=MAX_CURSOR_LEN).contains(&text.len())
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.~%=+/".contains(&b))
+}
+
+/// HubSpot's `paging.next.after`, when it is one this tool will accept back.
 pub(super) fn next_cursor(answer: &Value) -> Option<String> {
     answer["paging"]["next"]["after"]
         .as_str()
+        .filter(|after| is_cursor(after))
         .map(str::to_string)
 }
 
@@ -116,12 +125,9 @@ impl Tool for SearchRecords {
     type Input = SearchInput;
 
     fn run(input: SearchInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
-        let after = after(&input.cursor)?
-            .map(|a| {
-                a.parse::<u64>()
-                    .map_err(|_| ToolError::invalid("cursor is not one this tool returned"))
-            })
-            .transpose()?;
+        let after = after(&input.cursor)?;
+        let string_properties =
+            string_properties_in(session, &input.object_type, &input.filter_groups)?;
         let search = Search {
             object_type: input.object_type.clone(),
             filter_groups: input.filter_groups,
@@ -130,11 +136,36 @@ impl Tool for SearchRecords {
             properties: input.properties,
             limit: input.limit.unwrap_or(20),
             after,
+            string_properties,
         };
         let answer = run_search(session, &search)?;
         search::map_answer(&answer)
-            .map_err(|why| ToolError::CrmError(json!({"crm": "hubspot", "error": why}).to_string()))
+            .map_err(|why| CrmProblem::unexpected_answer(Crm::Hubspot, 200, why).into())
     }
+}
+
+/// The `IN` / `NOT_IN` properties whose given values have capitals and whose definitions say
+/// they are strings: only their values are lower-cased (see [`properties`]).
+fn string_properties_in(
+    session: &mut Session<'_>,
+    object_type: &ObjectType,
+    groups: &[FilterGroup],
+) -> Result<BTreeSet<String>, ToolError> {
+    let with_capitals: BTreeSet<&PropertyName> = groups
+        .iter()
+        .flat_map(|g| &g.filters)
+        .filter(|f| search::lowercases(f))
+        .map(|f| &f.property)
+        .collect();
+    if with_capitals.is_empty() {
+        return Ok(BTreeSet::new());
+    }
+    let kinds = properties::kinds(session, object_type, &with_capitals)?;
+    Ok(kinds
+        .into_iter()
+        .filter(|(_, kind)| *kind == properties::Kind::Text)
+        .map(|(name, _)| name)
+        .collect())
 }
 
 fn run_search(session: &mut Session<'_>, search: &Search) -> Result<Value, ToolError> {
@@ -161,37 +192,82 @@ pub struct GetRecordInput {
     pub properties: Vec<PropertyName>,
 }
 
-/// `crma_get_record`: one record, read through search on `hs_object_id`.
+/// `crma_get_record`: one record by id, read with HubSpot's documented read path.
+///
+/// Search is eventually consistent and can miss a record created seconds ago, so this reads
+/// `GET /crm/v3/objects/{type}/{id}`; when that says "not found" it asks once more for an
+/// archived record, so the assistant can say the record is in the recycle bin.
 pub struct GetRecord;
+
+/// One record as `GET /crm/v3/objects/{type}/{id}` answers it
+/// (https://developers.hubspot.com/docs/api/crm/objects, "Retrieve records").
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireRecord {
+    id: String,
+    #[serde(default)]
+    properties: Map<String, Value>,
+    #[serde(default)]
+    created_at: Option<String>,
+    #[serde(default)]
+    updated_at: Option<String>,
+    #[serde(default)]
+    archived: bool,
+    #[serde(default)]
+    archived_at: Option<String>,
+}
 
 impl Tool for GetRecord {
     const NAME: &'static str = "crma_get_record";
     const DESCRIPTION: &'static str = "Fetch one HubSpot record by object type and id, with the \
-        properties asked for (or HubSpot's default set).";
+        properties asked for (or HubSpot's default set). Finds records created moments ago, \
+        and says when a record is archived (in HubSpot's recycle bin).";
     const READ_ONLY: bool = true;
     type Input = GetRecordInput;
 
     fn run(input: GetRecordInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
-        let search = Search {
-            object_type: input.object_type.clone(),
-            filter_groups: search::by_id(input.record_id),
-            sorts: vec![],
-            query: None,
-            properties: input.properties,
-            limit: 1,
-            after: None,
+        let object = input.object_type.as_str().to_string();
+        let id = input.record_id.to_string();
+        let properties = input
+            .properties
+            .iter()
+            .map(PropertyName::as_str)
+            .collect::<Vec<_>>()
+            .join(",");
+        let read = |archived: bool| {
+            let mut query = vec![("archived", archived.to_string())];
+            if !properties.is_empty() {
+                query.push(("properties", properties.clone()));
+            }
+            Call::get(
+                Operation::Read(input.object_type.clone()),
+                vec!["crm", "v3", "objects", &object, &id],
+                format!("{object} record {id}"),
+            )
+            .with_query(query)
         };
-        let answer = run_search(session, &search)?;
-        match answer["results"].get(0) {
-            Some(record) => Ok(
-                json!({"id": record["id"], "object_type": input.object_type.as_str(), "properties": record["properties"],
-                                      "created_at": record["createdAt"], "updated_at": record["updatedAt"]}),
-            ),
-            None => Err(ToolError::NotFound(format!(
-                "HubSpot has no {} record {} that this connection can see. Check the id, or find it with crma_search_records.",
-                input.object_type, input.record_id
-            ))),
+        let answer = match client::send(session, read(false)) {
+            Err(ToolError::NotFound(message)) => match client::send(session, read(true)) {
+                Ok(archived) if archived["archived"] == true => archived,
+                _ => return Err(ToolError::NotFound(message)),
+            },
+            other => other?,
+        };
+        let record: WireRecord = serde_json::from_value(answer).map_err(|err| {
+            CrmProblem::unexpected_answer(Crm::Hubspot, 200, format!("the record: {err}"))
+        })?;
+        let mut out = json!({"id": record.id, "object_type": object, "properties": record.properties,
+                             "created_at": record.created_at, "updated_at": record.updated_at});
+        if record.archived {
+            out["archived"] = true.into();
+            out["archived_at"] = record.archived_at.into();
+            out["note"] = format!(
+                "This {object} record is archived (in HubSpot's recycle bin): it is not in searches \
+                 and cannot be changed until someone restores it in HubSpot."
+            )
+            .into();
         }
+        Ok(out)
     }
 }
 
@@ -240,10 +316,11 @@ impl Tool for CreateRecord {
 pub(super) fn create(
     session: &mut Session<'_>,
     object_type: &ObjectType,
-    wire: Map<String, Value>,
+    mut wire: Map<String, Value>,
     associations: &[AssociationInput],
     before_redo: &str,
 ) -> Result<Value, ToolError> {
+    properties::normalise_dates(session, object_type, &mut wire)?;
     let mut body = json!({"properties": wire});
     if !associations.is_empty() {
         body["associations"] = associations_body(object_type, associations)?.into();
@@ -293,12 +370,13 @@ impl Tool for UpdateRecord {
     type Input = UpdateInput;
 
     fn run(input: UpdateInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
-        let wire = input.properties.to_wire()?;
+        let mut wire = input.properties.to_wire()?;
         if wire.is_empty() {
             return Err(ToolError::invalid(
                 "properties is empty: give at least one property to change",
             ));
         }
+        properties::normalise_dates(session, &input.object_type, &mut wire)?;
         let object = input.object_type.as_str().to_string();
         let id = input.record_id.to_string();
         let call = Call::get(
@@ -406,8 +484,10 @@ impl Tool for ListOwners {
             .into_iter()
             .flatten()
             .map(|o| {
+                // Archived owners keep their user only in `userIdIncludingInactive`.
+                let user_id = if o["userId"].is_null() { &o["userIdIncludingInactive"] } else { &o["userId"] };
                 json!({"id": o["id"], "email": o["email"], "first_name": o["firstName"], "last_name": o["lastName"],
-                       "user_id": o["userId"], "archived": o["archived"], "teams": o["teams"]})
+                       "user_id": user_id, "archived": o["archived"], "teams": o["teams"]})
             })
             .collect();
         Ok(paged(json!({"results": owners}), &answer))

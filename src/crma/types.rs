@@ -54,7 +54,7 @@ impl ObjectType {
         let custom_id = lower.strip_prefix("2-").is_some_and(|n| {
             !n.is_empty() && n.len() <= 12 && n.bytes().all(|b| b.is_ascii_digit())
         });
-        let custom_name = lower.strip_prefix("p_").is_some_and(|n| {
+        let custom_name = custom_name(&lower).is_some_and(|n| {
             !n.is_empty()
                 && n.len() <= 100
                 && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
@@ -64,7 +64,8 @@ impl ObjectType {
             Some((t, _, _)) => Ok(t.clone()),
             None => Err(format!(
                 "{text:?} is not a HubSpot object type: use contacts, companies, deals, tasks, notes, \
-                 emails, meetings, calls, or a custom type as 2-<id> or p_<name>"
+                 emails, meetings, calls, or a custom type as 2-<id>, p_<name> or \
+                 p<portal id>_<name>"
             )),
         }
     }
@@ -105,6 +106,15 @@ impl ObjectType {
     }
 }
 
+/// The object name in a custom type's name: `p_<name>`, or the fully qualified
+/// `p<portal id>_<name>` ("fullyQualifiedName is derived from p{portal_id}_{object_name}",
+/// HubSpot custom objects guide).
+fn custom_name(lower: &str) -> Option<&str> {
+    let rest = lower.strip_prefix('p')?;
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    (digits <= 12).then(|| rest[digits..].strip_prefix('_'))?
+}
+
 impl TryFrom<String> for ObjectType {
     type Error = String;
     fn try_from(value: String) -> Result<Self, String> {
@@ -127,8 +137,8 @@ impl JsonSchema for ObjectType {
     }
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
         string_schema(
-            "^(contacts|companies|deals|tasks|notes|emails|meetings|calls|2-[0-9]+|p_[a-z0-9_]+)$",
-            "HubSpot object type: contacts, companies, deals, tasks, notes, emails, meetings, calls, or a custom type (2-<id> or p_<name>).",
+            "^(contacts|companies|deals|tasks|notes|emails|meetings|calls|2-[0-9]+|p[0-9]*_[a-z0-9_]+)$",
+            "HubSpot object type: contacts, companies, deals, tasks, notes, emails, meetings, calls, or a custom type (2-<id>, p_<name> or p<portal id>_<name>).",
         )
     }
 }
@@ -277,6 +287,11 @@ mod tests {
             "p_invoices"
         );
         assert_eq!(ObjectType::Deals.type_id(), Some("0-3"));
+        // The fully qualified name of HubSpot's schema examples: "p7878787_my_object".
+        assert_eq!(
+            ObjectType::parse("p7878787_my_object").unwrap(),
+            ObjectType::Custom("p7878787_my_object".into())
+        );
         for bad in [
             "",
             "leads",
@@ -284,6 +299,8 @@ mod tests {
             "2-12a",
             "p_",
             "p_../x",
+            "p12x_cars",
+            "p1234567890123_cars",
             "contacts/1",
             "0-999",
         ] {

@@ -138,6 +138,7 @@ const TEXT_TYPES: &[&str] = &[
     "url",
     "picklist",
     "multipicklist",
+    "combobox",
     "encryptedstring",
 ];
 
@@ -184,7 +185,12 @@ pub fn compact(raw: RawDescribe, filter: &FieldFilter, with_children: bool) -> O
 }
 
 fn field_view(f: RawField) -> FieldView {
-    let is_picklist = f.field_type == "picklist" || f.field_type == "multipicklist";
+    // A combobox is "a picklist that also allows users to type a value that isn't already
+    // specified in the list" (Field Types, Object Reference): its list matters as much.
+    let is_picklist = matches!(
+        f.field_type.as_str(),
+        "picklist" | "multipicklist" | "combobox"
+    );
     FieldView {
         required_on_create: !f.nillable && f.createable && !f.defaulted_on_create,
         picklist_values: is_picklist.then(|| {
@@ -262,6 +268,29 @@ mod tests {
             json!([{"relationship_name": "OpportunityLineItems", "child_object": "OpportunityLineItem", "field": "OpportunityId"}])
         );
         assert!(v.get("urls").is_none() && v["fields"][0].get("calculated").is_none());
+    }
+
+    /// Task.Subject is a combobox: "a picklist that also allows users to type a value that isn't
+    /// already specified in the list" (Object Reference, Field Types), and its describe carries
+    /// the list in `picklistValues`.
+    #[test]
+    fn combobox_fields_carry_their_picklist_values() {
+        let task: RawDescribe = serde_json::from_value(json!({
+            "name": "Task", "label": "Task", "custom": false, "createable": true, "updateable": true, "queryable": true,
+            "fields": [{"name": "Subject", "label": "Subject", "type": "combobox", "length": 255, "nillable": true,
+                        "createable": true, "updateable": true, "custom": false, "defaultedOnCreate": false,
+                        "picklistValues": [{"value": "Call", "label": "Call", "active": true, "defaultValue": false},
+                                           {"value": "Send Letter", "label": "Send Letter", "active": true, "defaultValue": false}],
+                        "referenceTo": []}],
+            "childRelationships": []
+        }))
+        .unwrap();
+        let v = serde_json::to_value(compact(task, &FieldFilter::default(), false)).unwrap();
+        assert_eq!(
+            v["fields"][0]["picklist_values"],
+            json!(["Call", "Send Letter"])
+        );
+        assert_eq!(v["fields"][0]["length"], 255);
     }
 
     #[test]

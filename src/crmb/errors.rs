@@ -5,10 +5,9 @@
 //! `crm-error`, with a hint.
 
 use crate::client::retry_after;
-use crate::error::ToolError;
+use crate::error::{Crm, CrmProblem, ToolError};
 use crate::http::Response;
 use serde::Deserialize;
-use serde_json::json;
 
 /// One entry of a Salesforce error body.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
@@ -35,10 +34,12 @@ pub fn parse_answer<T: serde::de::DeserializeOwned>(
     what: &str,
 ) -> Result<T, ToolError> {
     serde_json::from_slice(&response.body).map_err(|err| {
-        ToolError::CrmError(
-            json!({"crm": "salesforce", "status": response.status, "error": format!("{what} was not the expected JSON: {err}")})
-                .to_string(),
+        CrmProblem::unexpected_answer(
+            Crm::Salesforce,
+            response.status,
+            format!("{what} was not the expected JSON: {err}"),
         )
+        .into()
     })
 }
 
@@ -63,12 +64,38 @@ pub fn map_error(response: &Response, subject: &str) -> ToolError {
              does not include the REST API, even though sign-in worked. A Salesforce admin must \
              move to an edition with API access or enable the API Enabled permission.{said}"
         )),
+        // The concurrent long-running request limit frees up as soon as other requests finish.
+        (_, "REQUEST_LIMIT_EXCEEDED") if first.message.contains("ConcurrentRequests") => {
+            ToolError::Unavailable(format!(
+                "Salesforce is running too many long requests for this org at once \
+                 (REQUEST_LIMIT_EXCEEDED, ConcurrentRequests). This is momentary: retry in a \
+                 moment.{said}"
+            ))
+        }
         (_, "REQUEST_LIMIT_EXCEEDED") => ToolError::Unavailable(format!(
             "The Salesforce org has used up its API request limit (REQUEST_LIMIT_EXCEEDED), a \
              rolling 24-hour allowance shared by all its integrations. Calls work again as the \
              window rolls on; an admin can see usage under Setup > Company Information.{}{said}",
             api_usage(response)
         )),
+        // Another transaction held the record: nothing was applied, so the same call is safe.
+        (_, "UNABLE_TO_LOCK_ROW") => ToolError::Unavailable(format!(
+            "Salesforce could not lock the record because another process was changing it at the \
+             same moment (UNABLE_TO_LOCK_ROW). Nothing was applied: the same request is safe to \
+             make again in a moment.{said}"
+        )),
+        (414 | 431, _) => CrmProblem::new(
+            Crm::Salesforce,
+            if response.status == 414 {
+                "URI_TOO_LONG"
+            } else {
+                "REQUEST_HEADER_FIELDS_TOO_LARGE"
+            },
+            "The request was longer than Salesforce accepts (16,384 bytes of URL and headers). \
+             Shorten the query: select fewer fields, or split long IN lists across several calls.",
+        )
+        .with_status(response.status)
+        .into(),
         (_, "INSUFFICIENT_ACCESS_OR_READONLY" | "INSUFFICIENT_ACCESS") | (403, _) => {
             ToolError::Forbidden(format!(
                 "Salesforce denied this for the connected user ({}): their profile, permission \
@@ -89,7 +116,7 @@ pub fn map_error(response: &Response, subject: &str) -> ToolError {
              moment.{said}",
             response.status
         )),
-        _ => ToolError::CrmError(crm_error_json(response.status, &errors, hint(code, &first))),
+        _ => problem(response.status, &errors, hint(code, &first)).into(),
     }
 }
 
@@ -136,6 +163,27 @@ fn hint(code: &str, first: &SalesforceError) -> String {
         "INVALID_QUERY_LOCATOR" => "The paging cursor has expired: run the query again \
              without a cursor."
             .into(),
+        "MALFORMED_ID" => format!(
+            "An id is not a valid Salesforce id{fields}: ids are 15 or 18 letters and digits, \
+             e.g. from a query's Id column. Check the id (and, for lookups, that it is the related \
+             record's id)."
+        ),
+        "INSUFFICIENT_ACCESS_ON_CROSS_REFERENCE_ENTITY" => format!(
+            "The connected user cannot see or use a record this change points to{fields} (a \
+             lookup such as the account or owner). Use a record the user has access to, or ask \
+             a Salesforce admin to share it."
+        ),
+        "CANNOT_INSERT_UPDATE_ACTIVATE_ENTITY" => format!(
+            "An automation in the org (an Apex trigger, flow or process) failed while saving{fields}. \
+             Its own words are: \"{}\". Tell the user, who may need an admin to look at that \
+             automation; change the values if the message says how.",
+            first.message
+        ),
+        "FIELD_INTEGRITY_EXCEPTION" => format!(
+            "A value does not fit the field{fields}: for example a lookup to the wrong object, a \
+             picklist value not allowed for the record type, or a date in the wrong form. \
+             crmb_get_object_fields shows the field's type and allowed values."
+        ),
         _ => "Salesforce refused the request; see the message.".into(),
     }
 }
@@ -147,17 +195,34 @@ fn api_usage(response: &Response) -> String {
         .unwrap_or_default()
 }
 
-fn crm_error_json(status: u16, errors: &[SalesforceError], hint: String) -> String {
-    let errors: Vec<_> = errors
-        .iter()
-        .map(|e| json!({"code": e.error_code, "message": e.message, "fields": e.fields}))
-        .collect();
-    json!({"crm": "salesforce", "status": status, "errors": errors, "hint": hint}).to_string()
+/// The CRM-error payload: every code, message and field Salesforce named, and the hint.
+fn problem(status: u16, errors: &[SalesforceError], hint: String) -> CrmProblem {
+    let mut fields: Vec<String> = errors.iter().flat_map(|e| e.fields.clone()).collect();
+    fields.dedup();
+    CrmProblem {
+        crm: Crm::Salesforce,
+        status: Some(status),
+        codes: errors
+            .iter()
+            .map(|e| e.error_code.clone())
+            .filter(|c| !c.is_empty())
+            .collect(),
+        messages: errors
+            .iter()
+            .map(|e| e.message.clone())
+            .filter(|m| !m.is_empty())
+            .collect(),
+        fields,
+        hint,
+        correlation_id: None,
+        existing_id: None,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn answer(status: u16, code: &str, message: &str, fields: &[&str]) -> Response {
         Response {
@@ -171,7 +236,7 @@ mod tests {
 
     fn crm_error(err: ToolError) -> serde_json::Value {
         match err {
-            ToolError::CrmError(text) => serde_json::from_str(&text).unwrap(),
+            ToolError::CrmError(problem) => serde_json::to_value(problem).unwrap(),
             other => panic!("expected crm-error, got {other:?}"),
         }
     }
@@ -236,6 +301,150 @@ mod tests {
         );
     }
 
+    /// The concurrent long-running request limit uses the same code as the 24-hour allowance;
+    /// the message tells them apart ("ConcurrentRequests (Concurrent API Requests) Limit
+    /// exceeded." vs "TotalRequests Limit exceeded."; Salesforce limits cheat sheet: "If the
+    /// number of long running requests exceeds the limit, the API returns a
+    /// REQUEST_LIMIT_EXCEEDED exception code").
+    #[test]
+    fn concurrent_request_limits_say_retry_in_a_moment() {
+        let err = map_error(
+            &answer(
+                403,
+                "REQUEST_LIMIT_EXCEEDED",
+                "ConcurrentRequests (Concurrent API Requests) Limit exceeded.",
+                &[],
+            ),
+            "x",
+        );
+        assert!(
+            matches!(&err, ToolError::Unavailable(m) if m.contains("retry in a moment") && !m.contains("24-hour")),
+            "{err:?}"
+        );
+    }
+
+    /// UNABLE_TO_LOCK_ROW: "A deadlock or timeout condition has been detected" (Core Data
+    /// Types, StatusCode): the write failed as a whole, so doing it again is safe.
+    #[test]
+    fn a_locked_row_is_a_write_not_applied_and_safe_to_retry() {
+        let err = map_error(
+            &answer(
+                400,
+                "UNABLE_TO_LOCK_ROW",
+                "unable to obtain exclusive access to this record",
+                &[],
+            ),
+            "x",
+        );
+        assert!(
+            matches!(&err, ToolError::Unavailable(m) if m.contains("Nothing was applied") && m.contains("safe")),
+            "{err:?}"
+        );
+    }
+
+    /// "414: The length of the URI exceeds the 16,384 byte limit"; "431: The combined length
+    /// of the URI and headers exceeds the 16,384 byte limit" (REST API Developer Guide, Status
+    /// Codes and Error Responses). Neither has a JSON body.
+    #[test]
+    fn too_long_requests_say_how_to_shorten_the_query() {
+        for (status, code) in [
+            (414, "URI_TOO_LONG"),
+            (431, "REQUEST_HEADER_FIELDS_TOO_LARGE"),
+        ] {
+            let v = crm_error(map_error(
+                &Response {
+                    status,
+                    headers: vec![],
+                    body: b"<html>Request-URI Too Long</html>".to_vec(),
+                },
+                "x",
+            ));
+            assert_eq!(v["codes"], json!([code]));
+            assert_eq!(v["status"], status);
+            let hint = v["hint"].as_str().unwrap();
+            assert!(
+                hint.contains("fewer fields") && hint.contains("IN lists"),
+                "{hint}"
+            );
+        }
+    }
+
+    /// Messages as Salesforce writes them (Core Data Types, StatusCode; REST examples).
+    #[test]
+    fn the_codes_users_hit_have_hints() {
+        for (code, message, fields, words) in [
+            (
+                "MALFORMED_ID",
+                "Account ID: id value of incorrect type: 001900K0001pPuOAAU",
+                vec!["AccountId"],
+                vec!["15 or 18", "AccountId"],
+            ),
+            (
+                "INSUFFICIENT_ACCESS_ON_CROSS_REFERENCE_ENTITY",
+                "insufficient access rights on cross-reference id: 001000000000001",
+                vec![],
+                vec!["cannot see", "share"],
+            ),
+            (
+                "CANNOT_INSERT_UPDATE_ACTIVATE_ENTITY",
+                "OpportunityTrigger: execution of AfterUpdate caused by: System.NullPointerException",
+                vec![],
+                vec!["automation", "OpportunityTrigger: execution of AfterUpdate"],
+            ),
+            (
+                "FIELD_INTEGRITY_EXCEPTION",
+                "Account ID: id value of incorrect type: 003000000000001",
+                vec!["AccountId"],
+                vec!["does not fit", "crmb_get_object_fields"],
+            ),
+        ] {
+            let v = crm_error(map_error(&answer(400, code, message, &fields), "x"));
+            assert_eq!(v["codes"], json!([code]));
+            assert_eq!(v["messages"], json!([message]));
+            let hint = v["hint"].as_str().unwrap();
+            for word in words {
+                assert!(hint.contains(word), "{code}: {hint}");
+            }
+        }
+    }
+
+    /// Every crm-error has one shape, whichever path made it.
+    #[test]
+    fn every_crm_error_has_the_same_keys() {
+        let keys = |v: &serde_json::Value| {
+            let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+            k.sort();
+            k
+        };
+        let expected = [
+            "codes",
+            "correlation_id",
+            "crm",
+            "fields",
+            "hint",
+            "messages",
+            "status",
+        ];
+        let from_map = crm_error(map_error(
+            &answer(400, "INVALID_FIELD", "No such column", &["X"]),
+            "x",
+        ));
+        assert_eq!(keys(&from_map), expected);
+        let unreadable = crm_error(
+            parse_answer::<Vec<u8>>(
+                &Response {
+                    status: 200,
+                    headers: vec![],
+                    body: b"<html>".to_vec(),
+                },
+                "the answer",
+            )
+            .unwrap_err(),
+        );
+        assert_eq!(keys(&unreadable), expected);
+        assert_eq!(unreadable["codes"], json!(["UNEXPECTED_ANSWER"]));
+    }
+
     #[test]
     fn not_found_names_the_subject() {
         let err = map_error(
@@ -265,8 +474,8 @@ mod tests {
             "x",
         ));
         assert_eq!(v["status"], 400);
-        assert_eq!(v["errors"][0]["code"], "INVALID_FIELD");
-        assert_eq!(v["errors"][0]["fields"][0], "Nmae");
+        assert_eq!(v["codes"][0], "INVALID_FIELD");
+        assert_eq!(v["fields"][0], "Nmae");
         assert!(
             v["hint"]
                 .as_str()
@@ -288,7 +497,7 @@ mod tests {
                 &answer(400, code, "rejected", &["StageName"]),
                 "x",
             ));
-            assert_eq!(v["errors"][0]["code"], code);
+            assert_eq!(v["codes"][0], code);
             assert!(
                 v["hint"].as_str().unwrap().contains("StageName"),
                 "{code}: {v}"

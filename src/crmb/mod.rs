@@ -1,5 +1,6 @@
 //! CRM B (Salesforce): ids and names, record URLs, record mapping, errors and tools.
 
+pub mod client;
 pub mod describe;
 pub mod errors;
 pub mod fields;

@@ -1,12 +1,13 @@
 //! `crmb_run_soql_query`: validated SOQL, safe paging with opaque cursors, an inline byte
 //! budget, and large results streamed to a JSON Lines file page by page.
 
-use super::errors::{map_error, parse_answer};
+use super::client;
+use super::errors::parse_answer;
 use super::record_url::InstanceUrl;
 use super::records::map_record;
 use super::soql::{self, ValidatedQuery};
 use crate::config::{ApiVersion, Config};
-use crate::error::ToolError;
+use crate::error::{Crm, CrmProblem, ToolError};
 use crate::http::Request;
 use crate::proxy;
 use crate::tools::Session;
@@ -193,6 +194,25 @@ pub fn run(request: QueryRequest, session: &mut Session<'_>) -> Result<Value, To
     }
 }
 
+/// Salesforce refuses a request whose URI and headers pass 16,384 bytes (414 URI Too Long,
+/// 431 Request Header Fields Too Large: REST API Developer Guide, "Status Codes and Error
+/// Responses"). The broker adds its own headers, so the URL may use this much.
+pub const MAX_QUERY_URL_BYTES: usize = 16_384 - 2_048;
+
+/// Refuses, before sending, a query whose encoded URL would be too long for Salesforce.
+fn check_uri_length(url: &url::Url) -> Result<(), ToolError> {
+    let bytes = url.path().len() + url.query().map_or(0, |q| q.len() + 1);
+    if bytes <= MAX_QUERY_URL_BYTES {
+        return Ok(());
+    }
+    Err(ToolError::invalid(format!(
+        "the query is too long to send: encoded in the URL it takes {bytes} bytes, and Salesforce \
+         accepts at most 16,384 bytes of URL and headers (this tool allows {MAX_QUERY_URL_BYTES} \
+         for the URL). Shorten it: select fewer fields, or split long IN lists across several \
+         calls and combine the results"
+    )))
+}
+
 /// Walks the pages of one query.
 struct Pager<'a> {
     config: &'a Config,
@@ -207,28 +227,31 @@ impl Pager<'_> {
             Some(locator) => proxy::crm_b(self.config, &["query", &locator.segment()], &[]),
             None => proxy::crm_b(self.config, &["query"], &[("q", self.query.text())]),
         };
-        let response = session.send(&Request::get(url))?;
-        if !response.is_success() {
-            return Err(map_error(
-                &response,
-                &format!("result for the query on {}", self.query.object()),
-            ));
+        if at.is_none() {
+            check_uri_length(&url)?;
         }
+        let subject = format!("result for the query on {}", self.query.object());
+        let response = client::send(session, &Request::get(Crm::Salesforce, url), &subject)?;
         parse_answer(&response, "the query answer")
     }
 
     /// The page's continuation, refusing an unsafe `nextRecordsUrl`.
     fn next_of(&self, page: &Page) -> Result<Option<Locator>, ToolError> {
         match (&page.next_records_url, page.done) {
-            (Some(url), false) => Locator::from_next_records_url(url, self.config.crm_b_api_version)
-                .map(Some)
-                .map_err(|why| {
-                    ToolError::CrmError(
-                        json!({"crm": "salesforce", "error": "unsafe_next_records_url", "detail": why,
-                               "hint": "the answer pointed somewhere other than this org's query API; it was not followed"})
-                            .to_string(),
+            (Some(url), false) => {
+                Locator::from_next_records_url(url, self.config.crm_b_api_version)
+                    .map(Some)
+                    .map_err(|why| {
+                        CrmProblem::new(
+                        Crm::Salesforce,
+                        "UNSAFE_NEXT_RECORDS_URL",
+                        "The answer pointed somewhere other than this org's query API; it was not \
+                         followed. Run the query again; report it if it persists.",
                     )
-                }),
+                    .with_message(why)
+                    .into()
+                    })
+            }
             _ => Ok(None),
         }
     }

@@ -46,22 +46,21 @@ impl InstanceUrl {
     }
 
     /// The Lightning record page for My Domain hosts (`x.my.salesforce.com` →
-    /// `x.lightning.force.com`, sandboxes included); `{instance}/{Id}` for any other host,
-    /// which Salesforce redirects to the record.
+    /// `x.lightning.force.com`, sandboxes and other partitions included; Government Cloud Plus
+    /// `x.my.salesforce.mil` → `x.lightning.crmforce.mil`); `{instance}/{Id}` for any other
+    /// host, which Salesforce redirects to the record.
     pub fn record_url(&self, object: &ApiName, id: &SalesforceId) -> Url {
         let host = self.0.host_str().unwrap_or_default();
-        let lightning = host
-            .strip_suffix(".my.salesforce.com")
-            .filter(|domain| !domain.is_empty())
-            .map(|domain| format!("https://{domain}.lightning.force.com"));
-        let mut url = match lightning {
-            Some(base) => Url::parse(&base).expect("a host from a parsed URL is valid"),
+        let mut url = match lightning_host(host) {
+            Some(lightning) => Url::parse(&format!("https://{lightning}"))
+                .expect("a host from a parsed URL is valid"),
             None => self.0.clone(),
         };
+        let is_lightning = url.host_str() != Some(host);
         {
             let mut path = url.path_segments_mut().expect("https URLs have paths");
             path.clear();
-            if url_is_lightning(host) {
+            if is_lightning {
                 path.extend(["lightning", "r", object.as_str(), id.as_str(), "view"]);
             } else {
                 path.push(id.as_str());
@@ -71,10 +70,21 @@ impl InstanceUrl {
     }
 }
 
-fn url_is_lightning(instance_host: &str) -> bool {
-    instance_host
-        .strip_suffix(".my.salesforce.com")
-        .is_some_and(|domain| !domain.is_empty())
+/// My Domain API hosts and the Lightning hosts their records open on (Salesforce Help, "My
+/// Domain URL Formats"; the `.mil` pair is Government Cloud Plus).
+const LIGHTNING_DOMAINS: &[(&str, &str)] = &[
+    (".my.salesforce.com", ".lightning.force.com"),
+    (".my.salesforce.mil", ".lightning.crmforce.mil"),
+];
+
+/// The Lightning host for a My Domain host, or `None` for any other host.
+fn lightning_host(instance_host: &str) -> Option<String> {
+    LIGHTNING_DOMAINS.iter().find_map(|(api, lightning)| {
+        instance_host
+            .strip_suffix(api)
+            .filter(|domain| !domain.is_empty())
+            .map(|domain| format!("{domain}{lightning}"))
+    })
 }
 
 #[cfg(test)]
@@ -120,6 +130,29 @@ mod tests {
                 "006000000000001"
             ),
             "https://acme--uat.sandbox.lightning.force.com/lightning/r/Opportunity/006000000000001/view"
+        );
+    }
+
+    /// Government Cloud Plus orgs live on `.my.salesforce.mil` and open records on
+    /// `.lightning.crmforce.mil` (Salesforce Help, "My Domain URL Formats"; the same pairs
+    /// are in Salesforce's own CLI, sfdx-core `sfdcUrl.ts`).
+    #[test]
+    fn government_cloud_plus_links_open_on_crmforce_mil() {
+        assert_eq!(
+            url_for(
+                "https://agency.my.salesforce.mil",
+                "Case",
+                "500000000000001AAA"
+            ),
+            "https://agency.lightning.crmforce.mil/lightning/r/Case/500000000000001AAA/view"
+        );
+        assert_eq!(
+            url_for(
+                "https://agency--uat.sandbox.my.salesforce.mil",
+                "Account",
+                "001000000000001"
+            ),
+            "https://agency--uat.sandbox.lightning.crmforce.mil/lightning/r/Account/001000000000001/view"
         );
     }
 

@@ -13,8 +13,8 @@ pub fn map_record(record: &mut Value, instance: Option<&InstanceUrl>) {
     let record_type = fields
         .remove("attributes")
         .and_then(|a| a.get("type").and_then(Value::as_str).map(str::to_string));
-    for value in fields.values_mut() {
-        map_nested(value, instance);
+    for (name, value) in fields.iter_mut() {
+        map_nested(name, value, instance);
     }
     if let (Some(instance), Some(record_type)) = (instance, record_type)
         && let Some(url) = url_for(fields, &record_type, instance)
@@ -25,15 +25,48 @@ pub fn map_record(record: &mut Value, instance: Option<&InstanceUrl>) {
 
 /// A field value: a parent record (an object with attributes), a child query result
 /// (`{totalSize, done, records}`), or a plain value left as it is.
-fn map_nested(value: &mut Value, instance: Option<&InstanceUrl>) {
+fn map_nested(name: &str, value: &mut Value, instance: Option<&InstanceUrl>) {
     let Value::Object(inner) = value else {
         return;
     };
     if inner.contains_key("attributes") {
         map_record(value, instance);
     } else if let Some(Value::Array(rows)) = inner.get_mut("records") {
+        let child_type = rows
+            .first()
+            .and_then(|row| row["attributes"]["type"].as_str())
+            .map(str::to_string);
         rows.iter_mut().for_each(|row| map_record(row, instance));
+        let returned = rows.len();
+        if inner.get("done") == Some(&Value::Bool(false)) {
+            mark_incomplete(name, inner, returned, child_type.as_deref());
+        }
     }
+}
+
+/// A child subquery Salesforce cut short (`done: false`, the rest behind its own
+/// `nextRecordsUrl`; SOQL and SOSL Reference, "Understanding Query Results"): said plainly,
+/// with how to get every row, instead of passing for the complete list.
+fn mark_incomplete(
+    relationship: &str,
+    result: &mut Map<String, Value>,
+    returned: usize,
+    child_type: Option<&str>,
+) {
+    result.remove("nextRecordsUrl");
+    let total = result.get("totalSize").and_then(Value::as_u64);
+    let of_total = total.map(|t| format!(" of {t}")).unwrap_or_default();
+    let object = child_type.unwrap_or("the child object");
+    result.insert("incomplete".into(), Value::Bool(true));
+    result.insert(
+        "note".into(),
+        Value::String(format!(
+            "Only {returned}{of_total} {relationship} rows came back with this record. To get \
+             them all, query {object} directly with crmb_run_soql_query, filtering on its lookup \
+             to this record (crmb_get_object_fields with include_child_relationships names the \
+             field)."
+        )),
+    );
 }
 
 fn url_for(
@@ -88,6 +121,33 @@ mod tests {
         let mut aggregate = json!({"attributes": {"type": "AggregateResult"}, "expr0": 42});
         map_record(&mut aggregate, Some(&instance));
         assert_eq!(aggregate, json!({"expr0": 42}));
+    }
+
+    /// A child subquery with more rows than fit in the parent's answer comes back with
+    /// `done: false` and its own `nextRecordsUrl` (SOQL and SOSL Reference, "Understanding
+    /// Query Results": "you might need to use queryMore() to retrieve all the records if there
+    /// are many children").
+    #[test]
+    fn a_cut_child_subquery_is_marked_incomplete_with_how_to_get_the_rest() {
+        let mut record = json!({
+            "attributes": {"type": "Account", "url": "/services/data/v65.0/sobjects/Account/001000000000001AAA"},
+            "Id": "001000000000001AAA",
+            "Contacts": {"totalSize": 250, "done": false,
+                         "nextRecordsUrl": "/services/data/v65.0/query/01gD0000002HU6KIAW-200",
+                         "records": [{"attributes": {"type": "Contact", "url": "/c"}, "Id": "003000000000001AAA"}]},
+            "Opportunities": {"totalSize": 1, "done": true,
+                              "records": [{"attributes": {"type": "Opportunity", "url": "/o"}, "Id": "006000000000001AAA"}]}
+        });
+        map_record(&mut record, None);
+        let contacts = &record["Contacts"];
+        assert_eq!(contacts["incomplete"], true);
+        assert!(contacts.get("nextRecordsUrl").is_none());
+        let note = contacts["note"].as_str().unwrap();
+        assert!(
+            note.contains("1 of 250") && note.contains("query Contact directly"),
+            "{note}"
+        );
+        assert!(record["Opportunities"].get("incomplete").is_none());
     }
 
     #[test]

@@ -37,6 +37,9 @@ const CLAUSE_ORDER: &str = "SOQL clauses go in this order, each at most once: SE
                             USING SCOPE, WHERE, WITH, GROUP BY, HAVING, ORDER BY, LIMIT, OFFSET, \
                             FOR VIEW/REFERENCE";
 
+/// Most rows a query selecting `FIELDS(ALL)` or `FIELDS(CUSTOM)` may ask for.
+const MAX_UNBOUNDED_FIELDS_ROWS: u64 = 200;
+
 const FOR_UPDATE_REFUSED: &str =
     "FOR UPDATE locks records and is not allowed in a read-only query: remove it";
 
@@ -764,6 +767,8 @@ struct QueryInfo {
 struct SelectItem {
     aggregate: bool,
     plain_field: bool,
+    /// `FIELDS(ALL)` or `FIELDS(CUSTOM)`: an unbounded field set, which needs LIMIT <= 200.
+    unbounded_fields: bool,
 }
 
 /// A recursive-descent parser over the SELECT grammar; it records what [`ValidatedQuery`]
@@ -979,7 +984,7 @@ impl<'a> Parser<'a> {
     /// One SELECT with its clauses, in SOQL's fixed clause order.
     fn parse_query(&mut self, kind: QueryKind) -> Result<QueryInfo, SoqlError> {
         self.expect_word("SELECT", "SELECT")?;
-        let selects_aggregate = self.parse_select_list(kind)?;
+        let (selects_aggregate, unbounded_fields) = self.parse_select_list(kind)?;
         self.expect_from()?;
         let object = self.parse_from_list()?;
         if self.at_word("USING") {
@@ -1006,6 +1011,17 @@ impl<'a> Parser<'a> {
         } else {
             None
         };
+        // Salesforce: FIELDS(ALL) and FIELDS(CUSTOM) are unbounded field sets, allowed only with
+        // LIMIT 200 or less (SOQL reference, "FIELDS()": Bounded and Unbounded Queries).
+        if let Some(fields) = unbounded_fields
+            && limit.is_none_or(|n| n > MAX_UNBOUNDED_FIELDS_ROWS)
+        {
+            return Err(self.error_at(
+                fields,
+                "FIELDS(ALL) and FIELDS(CUSTOM) need LIMIT 200 or less: add LIMIT 200 (and \
+                 page with OFFSET or a WHERE on Id), or use FIELDS(STANDARD) or list the fields",
+            ));
+        }
         if self.at_word("OFFSET") {
             self.parse_offset()?;
         }
@@ -1020,8 +1036,12 @@ impl<'a> Parser<'a> {
 
     // --- SELECT list -------------------------------------------------------------------------
 
-    /// The comma-separated SELECT list; true when it uses an aggregate function.
-    fn parse_select_list(&mut self, kind: QueryKind) -> Result<bool, SoqlError> {
+    /// The comma-separated SELECT list: whether it uses an aggregate function, and the
+    /// `FIELDS(ALL)` / `FIELDS(CUSTOM)` item, if any.
+    fn parse_select_list(
+        &mut self,
+        kind: QueryKind,
+    ) -> Result<(bool, Option<Token<'a>>), SoqlError> {
         let first = self.peek();
         if first.is_word("FROM") || first.kind == Kind::Eof {
             return Err(self.error_at(
@@ -1031,6 +1051,7 @@ impl<'a> Parser<'a> {
             ));
         }
         let mut aggregate = false;
+        let mut unbounded = None;
         let mut count = 0;
         loop {
             let item_start = self.peek();
@@ -1040,9 +1061,12 @@ impl<'a> Parser<'a> {
                 return Err(self.error_at(item_start, SEMI_JOIN_ONE_FIELD));
             }
             aggregate |= item.aggregate;
+            if item.unbounded_fields {
+                unbounded.get_or_insert(item_start);
+            }
             let comma = self.peek();
             if !self.eat(Kind::Comma) {
-                return Ok(aggregate);
+                return Ok((aggregate, unbounded));
             }
             if self.at_word("FROM") {
                 return Err(self.error_at(
@@ -1070,6 +1094,7 @@ impl<'a> Parser<'a> {
                 Ok(SelectItem {
                     aggregate: false,
                     plain_field: false,
+                    unbounded_fields: false,
                 })
             }
             Kind::Ident if token.is_word("TYPEOF") && next.kind == Kind::Ident => {
@@ -1077,17 +1102,21 @@ impl<'a> Parser<'a> {
                 Ok(SelectItem {
                     aggregate: false,
                     plain_field: false,
+                    unbounded_fields: false,
                 })
             }
             Kind::Ident if token.is_word("DISTINCT") && next.kind == Kind::Ident => {
                 Err(self.unexpected(token, "a field"))
             }
             Kind::Ident if next.kind == Kind::LParen => {
+                let unbounded_fields = token.is_word("FIELDS")
+                    && (self.peek_at(2).is_word("ALL") || self.peek_at(2).is_word("CUSTOM"));
                 let aggregate = self.parse_function_call()?;
                 self.parse_optional_alias()?;
                 Ok(SelectItem {
                     aggregate,
                     plain_field: false,
+                    unbounded_fields,
                 })
             }
             Kind::Ident => {
@@ -1096,6 +1125,7 @@ impl<'a> Parser<'a> {
                 Ok(SelectItem {
                     aggregate: false,
                     plain_field: true,
+                    unbounded_fields: false,
                 })
             }
             _ => Err(self.unexpected(

@@ -1,5 +1,6 @@
 //! The `crmb_*` tools.
 
+use super::client;
 use super::describe::{FieldFilter, RawDescribe, compact};
 use super::errors::{map_error, parse_answer};
 use super::fields::FieldValues;
@@ -7,7 +8,7 @@ use super::ids::{ApiName, SalesforceId};
 use super::query::{self, QueryRequest};
 use super::record_url::InstanceUrl;
 use super::records::map_record;
-use crate::error::ToolError;
+use crate::error::{Crm, CrmProblem, ToolError};
 use crate::http::{Effect, Method, Request};
 use crate::mapping::CreatedRecord;
 use crate::proxy;
@@ -125,11 +126,8 @@ impl Tool for GetRecord {
             &["sobjects", input.object.as_str(), input.record_id.as_str()],
             &query,
         );
-        let response = session.send(&Request::get(url))?;
-        if !response.is_success() {
-            let subject = format!("{} record {}", input.object, input.record_id);
-            return Err(map_error(&response, &subject));
-        }
+        let subject = format!("{} record {}", input.object, input.record_id);
+        let response = client::send(session, &Request::get(Crm::Salesforce, url), &subject)?;
         let record: serde_json::Map<String, Value> = parse_answer(&response, "the record")?;
         let mut record = Value::Object(record);
         map_record(&mut record, instance.as_ref());
@@ -220,10 +218,8 @@ impl Tool for GetObjectFields {
             &["sobjects", input.object.as_str(), "describe"],
             &[],
         );
-        let response = session.send(&Request::get(url))?;
-        if !response.is_success() {
-            return Err(map_error(&response, &format!("object {}", input.object)));
-        }
+        let subject = format!("object {}", input.object);
+        let response = client::send(session, &Request::get(Crm::Salesforce, url), &subject)?;
         let raw: RawDescribe = parse_answer(&response, "the describe answer")?;
         let filter = FieldFilter {
             name_contains: input.name_contains.filter(|s| !s.trim().is_empty()),
@@ -231,7 +227,7 @@ impl Tool for GetObjectFields {
             createable_only: input.createable_only,
         };
         serde_json::to_value(compact(raw, &filter, input.include_child_relationships))
-            .map_err(|e| ToolError::CrmError(e.to_string()))
+            .map_err(|e| CrmProblem::unexpected_answer(Crm::Salesforce, 200, e.to_string()).into())
     }
 }
 
@@ -276,10 +272,8 @@ impl Tool for CreateRecord {
         let instance = InstanceUrl::if_known(session.ctx.instance_url.as_deref())?;
         let config = session.config()?;
         let url = proxy::crm_b(config, &["sobjects", input.object.as_str()], &[]);
-        let response = session.send(&Request::json(Method::Post, url, Effect::Write, &body))?;
-        if !response.is_success() {
-            return Err(map_error(&response, &format!("object {}", input.object)));
-        }
+        let request = Request::json(Crm::Salesforce, Method::Post, url, Effect::Write, &body);
+        let response = client::send(session, &request, &format!("object {}", input.object))?;
         let answer: CreateAnswer = parse_answer(&response, "the create answer").map_err(|_| {
             ToolError::OutcomeUnknown(format!(
                 "Salesforce answered {} to the create of a {} but without a readable record id; \
@@ -338,13 +332,9 @@ impl Tool for UpdateRecord {
             &["sobjects", input.object.as_str(), input.record_id.as_str()],
             &[],
         );
-        let response = session.send(&Request::json(Method::Patch, url, Effect::Write, &body))?;
-        if !response.is_success() {
-            return Err(map_error(
-                &response,
-                &format!("{} record {}", input.object, input.record_id),
-            ));
-        }
+        let request = Request::json(Crm::Salesforce, Method::Patch, url, Effect::Write, &body);
+        let subject = format!("{} record {}", input.object, input.record_id);
+        client::send(session, &request, &subject)?;
         let record_url =
             instance.map(|i| i.record_url(&input.object, &input.record_id).to_string());
         Ok(
@@ -359,6 +349,7 @@ mod tests {
     use crate::client::tests::{ScriptedTransport, response};
     use crate::config::{Config, keys};
     use crate::context::CallContext;
+    use crate::crmb::client::SERVED_VERSIONS;
     use crate::http::Method;
     use crate::tools::call_tool;
 
@@ -446,10 +437,13 @@ mod tests {
 
     #[test]
     fn get_record_errors_are_mapped() {
-        let mut t = ScriptedTransport::new([response(
-            404,
-            r#"[{"errorCode":"NOT_FOUND","message":"The requested resource does not exist"}]"#,
-        )]);
+        let mut t = ScriptedTransport::new([
+            response(
+                404,
+                r#"[{"errorCode":"NOT_FOUND","message":"The requested resource does not exist"}]"#,
+            ),
+            response(200, SERVED_VERSIONS),
+        ]);
         let err = run(
             &mut t,
             &ctx(),
@@ -561,7 +555,7 @@ mod tests {
         )
         .unwrap_err();
         assert!(
-            matches!(&err, ToolError::CrmError(m) if m.contains("StageName") && m.contains("REQUIRED_FIELD_MISSING")),
+            matches!(&err, ToolError::CrmError(p) if p.fields.contains(&"StageName".to_string()) && p.codes.contains(&"REQUIRED_FIELD_MISSING".to_string())),
             "{err:?}"
         );
     }
@@ -610,10 +604,13 @@ mod tests {
             out["fields"],
             json!([{"name": "Tier__c", "label": "Tier", "type": "picklist", "picklist_values": ["Gold"], "required_on_create": false, "createable": true, "updateable": true, "custom": true, "length": 255}])
         );
-        let mut t = ScriptedTransport::new([response(
-            404,
-            r#"[{"errorCode":"NOT_FOUND","message":"The requested resource does not exist"}]"#,
-        )]);
+        let mut t = ScriptedTransport::new([
+            response(
+                404,
+                r#"[{"errorCode":"NOT_FOUND","message":"The requested resource does not exist"}]"#,
+            ),
+            response(200, SERVED_VERSIONS),
+        ]);
         let err = run(
             &mut t,
             &ctx(),

@@ -1,9 +1,22 @@
 //! The sandbox's HubSpot: CRM objects with search, create, update and company merge, v4
 //! associations, owners, users, roles, teams, pipelines, property definitions and account
 //! details, answering in HubSpot's own JSON shapes (including its error bodies).
+//!
+//! As strict as a real portal where a lenient fake would hide a bug: search lags behind
+//! writes (a record created moments ago is not yet searchable), archived records are reachable
+//! only with `archived=true`, listings page with opaque `after` tokens, `date` properties take
+//! only midnight-UTC values, and a second contact with the same email is a `CONFLICT`.
+
+mod search;
+#[cfg(test)]
+mod tests;
 
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
+
+/// Requests that pass before a created record shows up in search (HubSpot: "search is
+/// eventually consistent"; a record created seconds ago may be missing).
+const SEARCH_LAG_REQUESTS: u64 = 3;
 
 /// Standard object types by name and type id.
 const TYPES: &[(&str, &str)] = &[
@@ -75,6 +88,10 @@ pub struct HubSpotData {
     /// (from type, from id, to type, to id), each stored in both directions.
     associations: Vec<(&'static str, u64, &'static str, u64)>,
     next_id: u64,
+    /// Requests answered so far: the search index's clock.
+    requests: u64,
+    /// Created records the search index has not caught up with: (type, id) → searchable from.
+    unindexed: BTreeMap<(&'static str, u64), u64>,
 }
 
 /// An answer: status and JSON body (`Null` for no body).
@@ -123,6 +140,8 @@ impl HubSpotData {
             objects,
             associations,
             next_id: max_id + 1,
+            requests: 0,
+            unindexed: BTreeMap::new(),
         }
     }
 
@@ -134,6 +153,7 @@ impl HubSpotData {
         query: Option<&str>,
         body: &[u8],
     ) -> Answer {
+        self.requests += 1;
         let query: Vec<(String, String)> = query
             .map(|q| {
                 url::form_urlencoded::parse(q.as_bytes())
@@ -199,6 +219,36 @@ impl HubSpotData {
                     ),
                 }
             }
+            ("GET", ["crm", "v3", "properties", object, name]) => {
+                let found = type_name(object).and_then(|t| {
+                    self.definitions(t)
+                        .iter()
+                        .find(|p| p["name"] == *name)
+                        .cloned()
+                });
+                match found {
+                    Some(definition) => (200, definition),
+                    None => error(
+                        404,
+                        "OBJECT_NOT_FOUND",
+                        &format!("Unable to find property {name} for object type {object}"),
+                    ),
+                }
+            }
+            ("GET", ["crm", "v3", "objects", object, id]) if *id != "search" => {
+                let archived = param("archived") == Some("true");
+                let wanted: Vec<&str> = param("properties")
+                    .map(|p| p.split(',').filter(|n| !n.is_empty()).collect())
+                    .unwrap_or_default();
+                let found = type_name(object)
+                    .zip(id.parse::<u64>().ok())
+                    .and_then(|(t, id)| self.objects.get(t)?.get(&id))
+                    .filter(|r| (r["archived"] == true) == archived);
+                match found {
+                    Some(record) => (200, search::project(record, &wanted)),
+                    None => error(404, "OBJECT_NOT_FOUND", "resource not found"),
+                }
+            }
             ("GET", ["crm", "v3", "properties", object]) => match type_name(object) {
                 Some(name) => (
                     200,
@@ -212,7 +262,23 @@ impl HubSpotData {
             },
             ("POST", ["crm", "v3", "objects", "companies", "merge"]) => self.merge(&body),
             ("POST", ["crm", "v3", "objects", object, "search"]) => match type_name(object) {
-                Some(name) => self.search(name, &body),
+                Some(name) => {
+                    let now = self.requests;
+                    let indexed = self
+                        .objects
+                        .get(name)
+                        .into_iter()
+                        .flat_map(|records| records.iter())
+                        .filter(|(id, r)| {
+                            r["archived"] != true
+                                && self
+                                    .unindexed
+                                    .get(&(name, **id))
+                                    .is_none_or(|from| now >= *from)
+                        })
+                        .map(|(_, r)| r);
+                    search::search(indexed, self.definitions(name), &body)
+                }
                 None => error(
                     400,
                     "VALIDATION_ERROR",
@@ -271,7 +337,16 @@ impl HubSpotData {
     fn exists(&self, object: &str, id: u64) -> bool {
         self.objects
             .get(object)
-            .is_some_and(|r| r.contains_key(&id))
+            .and_then(|r| r.get(&id))
+            .is_some_and(|r| r["archived"] != true)
+    }
+
+    /// The type's property definitions.
+    fn definitions(&self, object: &str) -> &[Value] {
+        self.properties
+            .get(object)
+            .and_then(Value::as_array)
+            .map_or(&[], Vec::as_slice)
     }
 
     /// The body's `properties`, checked against the type's definitions as HubSpot does.
@@ -315,6 +390,19 @@ impl HubSpotData {
                     &format!("Invalid input JSON: property {name} must be a string"),
                 ));
             }
+            let is_date = known
+                .and_then(|list| list.iter().find(|p| p["name"] == *name))
+                .is_some_and(|p| p["type"] == "date");
+            let text = value.as_str().unwrap_or_default();
+            if is_date && !text.is_empty() && !is_midnight_utc(text) {
+                let detail = json!([{"isValid": false, "message": format!("{text} is not midnight UTC!"),
+                    "error": "INVALID_DATE", "name": name}]);
+                return Err(error(
+                    400,
+                    "VALIDATION_ERROR",
+                    &format!("Property values were not valid: {detail}"),
+                ));
+            }
         }
         Ok(())
     }
@@ -324,6 +412,20 @@ impl HubSpotData {
             Ok(properties) => properties,
             Err(answer) => return answer,
         };
+        if object == "contacts"
+            && let Some(email) = properties.get("email").and_then(Value::as_str)
+            && let Some((id, _)) = self.objects["contacts"].iter().find(|(_, r)| {
+                r["properties"]["email"]
+                    .as_str()
+                    .is_some_and(|e| e.eq_ignore_ascii_case(email))
+            })
+        {
+            return error(
+                409,
+                "CONFLICT",
+                &format!("Contact already exists. Existing ID: {id}"),
+            );
+        }
         let mut links = Vec::new();
         for a in body["associations"].as_array().into_iter().flatten() {
             let to_id: u64 = a["to"]["id"]
@@ -360,6 +462,8 @@ impl HubSpotData {
             .entry(object)
             .or_default()
             .insert(id, record.clone());
+        self.unindexed
+            .insert((object, id), self.requests + SEARCH_LAG_REQUESTS);
         for (to, to_id) in links {
             self.associations.push((object, id, to, to_id));
             self.associations.push((to, to_id, object, id));
@@ -373,7 +477,8 @@ impl HubSpotData {
             Err(answer) => return answer,
         };
         let id: u64 = id.parse().unwrap_or(0);
-        let Some(record) = self.objects.get_mut(object).and_then(|r| r.get_mut(&id)) else {
+        let live = self.objects.get_mut(object).and_then(|r| r.get_mut(&id));
+        let Some(record) = live.filter(|r| r["archived"] != true) else {
             return error(
                 404,
                 "OBJECT_NOT_FOUND",
@@ -445,207 +550,84 @@ impl HubSpotData {
             ]}),
         )
     }
-
-    fn search(&self, object: &'static str, body: &Value) -> Answer {
-        let records = self.objects.get(object).cloned().unwrap_or_default();
-        let groups = body["filterGroups"].as_array().cloned().unwrap_or_default();
-        let text = body["query"].as_str().map(str::to_lowercase);
-        let mut hits: Vec<&Value> = records
-            .values()
-            .filter(|r| {
-                groups.is_empty()
-                    || groups.iter().any(|g| {
-                        g["filters"]
-                            .as_array()
-                            .into_iter()
-                            .flatten()
-                            .all(|f| matches(&r["properties"], f))
-                    })
-            })
-            .filter(|r| match &text {
-                None => true,
-                Some(t) => r["properties"]
-                    .as_object()
-                    .into_iter()
-                    .flatten()
-                    .any(|(_, v)| {
-                        v.as_str()
-                            .is_some_and(|s| s.to_lowercase().contains(t.as_str()))
-                    }),
-            })
-            .collect();
-        if let Some(sort) = body["sorts"].get(0) {
-            let name = sort["propertyName"].as_str().unwrap_or_default();
-            hits.sort_by(|a, b| compare(&a["properties"][name], &b["properties"][name]));
-            if sort["direction"] == "DESCENDING" {
-                hits.reverse();
-            }
-        }
-        let total = hits.len();
-        let limit = body["limit"].as_u64().unwrap_or(10).clamp(1, 200) as usize;
-        let after: usize = body["after"]
-            .as_str()
-            .and_then(|a| a.parse().ok())
-            .unwrap_or(0);
-        let wanted: Vec<&str> = body["properties"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .collect();
-        let results: Vec<Value> = hits
-            .iter()
-            .skip(after)
-            .take(limit)
-            .map(|r| {
-                let all = &r["properties"];
-                let mut props = Map::new();
-                let defaults = ["hs_object_id", "createdate", "hs_lastmodifieddate"];
-                let names: Vec<&str> = if wanted.is_empty() {
-                    all.as_object().map(|o| o.keys().map(String::as_str).collect()).unwrap_or_default()
-                } else {
-                    wanted.iter().copied().chain(defaults).collect()
-                };
-                for name in names {
-                    props.insert(name.into(), all.get(name).cloned().unwrap_or(Value::Null));
-                }
-                json!({"id": r["id"], "properties": props, "createdAt": r["createdAt"], "updatedAt": r["updatedAt"], "archived": false})
-            })
-            .collect();
-        let mut answer = json!({"total": total, "results": results});
-        if after + limit < total {
-            let next = (after + limit).to_string();
-            answer["paging"] =
-                json!({"next": {"after": next, "link": "?after=".to_string() + &next}});
-        }
-        (200, answer)
-    }
 }
 
-/// One search filter against a record's properties.
-fn matches(properties: &Value, filter: &Value) -> bool {
-    let name = filter["propertyName"].as_str().unwrap_or_default();
-    let value = &properties[name];
-    let has = value.as_str().is_some_and(|s| !s.is_empty());
-    let given = filter["value"].as_str().unwrap_or_default();
-    let cmp = || compare(value, &Value::String(given.into()));
-    use std::cmp::Ordering::*;
-    match filter["operator"].as_str().unwrap_or_default() {
-        "EQ" => has && cmp() == Equal,
-        "NEQ" => !has || cmp() != Equal,
-        "LT" => has && cmp() == Less,
-        "LTE" => has && cmp() != Greater,
-        "GT" => has && cmp() == Greater,
-        "GTE" => has && cmp() != Less,
-        "BETWEEN" => {
-            let high = Value::String(filter["highValue"].as_str().unwrap_or_default().into());
-            has && cmp() != Less && compare(value, &high) != Greater
-        }
-        "IN" | "NOT_IN" => {
-            let inside = filter["values"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|v| compare(value, v) == Equal);
-            (filter["operator"] == "IN") == (has && inside)
-        }
-        "HAS_PROPERTY" => has,
-        "NOT_HAS_PROPERTY" => !has,
-        "CONTAINS_TOKEN" | "NOT_CONTAINS_TOKEN" => {
-            let token = given.trim_matches('*').to_lowercase();
-            let contains = value
-                .as_str()
-                .is_some_and(|s| s.to_lowercase().contains(&token));
-            (filter["operator"] == "CONTAINS_TOKEN") == contains
-        }
-        _ => false,
-    }
-}
-
-/// Numbers compare as numbers, ISO dates and epoch milliseconds as instants, text without case.
-fn compare(a: &Value, b: &Value) -> std::cmp::Ordering {
-    let text = |v: &Value| match v {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    };
-    let (a, b) = (text(a), text(b));
-    match (a.parse::<f64>(), b.parse::<f64>()) {
-        (Ok(x), Ok(y)) => x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal),
-        _ => a.to_lowercase().cmp(&b.to_lowercase()),
-    }
-}
-
-/// A page of a v3 listing with HubSpot's `paging.next.after` (the next offset).
+/// A page of a v3/v4 listing. `paging.next.after` is an opaque token in the form of HubSpot's
+/// own examples (`NTI1Cg%3D%3D`: the offset and a newline, base64, `=` escaped), so a client
+/// that assumes digits fails here as it would on a real portal.
 fn page(items: Vec<Value>, limit: Option<&str>, after: Option<&str>, max: usize) -> Answer {
     let limit = limit
         .and_then(|l| l.parse::<usize>().ok())
         .unwrap_or(max.min(100))
         .clamp(1, max);
-    let start = after.and_then(|a| a.parse::<usize>().ok()).unwrap_or(0);
+    let start = match after.map(offset_of) {
+        None => 0,
+        Some(Some(start)) => start,
+        Some(None) => return error(400, "VALIDATION_ERROR", "Invalid paging cursor"),
+    };
     let results: Vec<Value> = items.iter().skip(start).take(limit).cloned().collect();
     let mut answer = json!({"results": results});
     if start + limit < items.len() {
-        let next = (start + limit).to_string();
+        let next = token_for(start + limit);
         answer["paging"] = json!({"next": {"after": next, "link": format!("?after={next}")}});
     }
     (200, answer)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+const BASE64: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-    fn data() -> HubSpotData {
-        let text = include_str!("../../sandbox/acme.json");
-        let json: Value = serde_json::from_str(text).unwrap();
-        HubSpotData::from_json(&json["hubspot"])
+/// The paging token for an offset: base64 of `"{offset}\n"`, with `=` written `%3D`.
+fn token_for(offset: usize) -> String {
+    let bytes = format!("{offset}\n").into_bytes();
+    let mut out = String::new();
+    for chunk in bytes.chunks(3) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, b)| n | (u32::from(*b) << (16 - 8 * i)));
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(BASE64[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push_str("%3D");
+            }
+        }
     }
+    out
+}
 
-    #[test]
-    fn search_filters_sorts_and_pages() {
-        let mut d = data();
-        let body = json!({"filterGroups": [{"filters": [{"propertyName": "amount", "operator": "GT", "value": "40000"}]}],
-                          "sorts": [{"propertyName": "amount", "direction": "DESCENDING"}],
-                          "properties": ["dealname", "amount"], "limit": 2});
-        let (status, answer) = d.answer(
-            "POST",
-            &["crm", "v3", "objects", "deals", "search"],
-            None,
-            body.to_string().as_bytes(),
-        );
-        assert_eq!(status, 200);
-        assert_eq!(answer["total"], 4);
-        assert_eq!(answer["results"][0]["properties"]["amount"], "320000");
-        assert_eq!(answer["paging"]["next"]["after"], "2");
+/// The offset a token stands for; `None` for anything the sandbox did not hand out.
+fn offset_of(token: &str) -> Option<usize> {
+    let text = token.replace("%3D", "=");
+    let mut bytes = Vec::new();
+    for chunk in text.as_bytes().chunks(4) {
+        let mut n = 0u32;
+        let mut len = 0;
+        for (i, c) in chunk.iter().enumerate() {
+            if *c == b'=' {
+                continue;
+            }
+            let v = BASE64.iter().position(|b| b == c)? as u32;
+            n |= v << (18 - 6 * i);
+            len = i;
+        }
+        bytes.extend((0..len).map(|i| (n >> (16 - 8 * i)) as u8));
     }
+    let text = String::from_utf8(bytes).ok()?;
+    text.strip_suffix('\n')?.parse().ok()
+}
 
-    #[test]
-    fn unknown_properties_are_validation_errors_naming_them() {
-        let mut d = data();
-        let body = json!({"properties": {"favourite_colour": "blue"}});
-        let (status, answer) = d.answer(
-            "POST",
-            &["crm", "v3", "objects", "contacts"],
-            None,
-            body.to_string().as_bytes(),
-        );
-        assert_eq!(status, 400);
-        assert!(
-            answer["message"]
-                .as_str()
-                .unwrap()
-                .contains("\"name\":\"favourite_colour\"")
-        );
-    }
-
-    #[test]
-    fn owners_list_active_or_archived_only() {
-        let mut d = data();
-        let (_, active) = d.answer("GET", &["crm", "v3", "owners"], Some("archived=false"), b"");
-        let (_, archived) = d.answer("GET", &["crm", "v3", "owners"], Some("archived=true"), b"");
-        assert_eq!(active["results"].as_array().unwrap().len(), 3);
-        assert_eq!(archived["results"].as_array().unwrap().len(), 1);
-        assert_eq!(archived["results"][0]["archived"], true);
-    }
+/// A `date` property's value as HubSpot accepts it: `YYYY-MM-DD`, or epoch milliseconds at
+/// midnight UTC ("Date properties will only store the date, and must be set to midnight UTC").
+fn is_midnight_utc(text: &str) -> bool {
+    let b = text.as_bytes();
+    let iso_date = b.len() == 10
+        && b.iter().enumerate().all(|(i, c)| {
+            if i == 4 || i == 7 {
+                *c == b'-'
+            } else {
+                c.is_ascii_digit()
+            }
+        });
+    iso_date || text.parse::<u64>().is_ok_and(|ms| ms % 86_400_000 == 0)
 }

@@ -112,7 +112,15 @@ impl SandboxCrm {
                 _ => salesforce_error(401, "INVALID_SESSION_ID", "Session expired or invalid"),
             };
         };
+        let uri_bytes =
+            request.uri().path().len() + request.uri().query().map_or(0, |q| q.len() + 1);
         match segments.as_slice() {
+            // Salesforce: "414: The length of the URI exceeds the 16,384 byte limit."
+            // (https://developer.salesforce.com/docs/atlas.en-us.api_rest.meta/api_rest/errorcodes.htm)
+            ["sdk", "proxy", "salesforce", ..] if uri_bytes > SALESFORCE_MAX_URI_BYTES => {
+                (414, Value::Null)
+            }
+            ["sdk", "proxy", "salesforce", "services", "data"] => (200, salesforce::versions()),
             ["sdk", "proxy", "hubspot", rest @ ..] => {
                 let mut data = dataset.hubspot.lock().unwrap_or_else(|e| e.into_inner());
                 data.answer(
@@ -130,7 +138,7 @@ impl SandboxCrm {
                 "data",
                 version,
                 rest @ ..,
-            ] if version.starts_with('v') => {
+            ] if salesforce::serves(version) => {
                 let mut data = dataset.salesforce.lock().unwrap_or_else(|e| e.into_inner());
                 data.answer(
                     request.method().as_str(),
@@ -144,6 +152,9 @@ impl SandboxCrm {
         }
     }
 }
+
+/// The longest URI Salesforce accepts, in bytes.
+const SALESFORCE_MAX_URI_BYTES: usize = 16_384;
 
 /// The credential the sandbox expects for a tenant.
 fn credential_value(tenant: &str) -> String {

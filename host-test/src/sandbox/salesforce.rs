@@ -6,6 +6,10 @@
 //! `= != < <= > >= LIKE IN` and the date literals TODAY, THIS_MONTH, NEXT_MONTH, LAST_MONTH,
 //! THIS_YEAR, evaluated against the sandbox's fixed today, [`TODAY`].
 
+mod versions;
+
+pub use versions::{serves, versions};
+
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, HashMap};
 

@@ -43,8 +43,12 @@ fn page(results: Value, after: Option<&str>) -> Result<Response, TransportError>
     response(200, &body.to_string())
 }
 
+/// An owner as HubSpot lists it: archived owners have `userId: null` and keep the user in
+/// `userIdIncludingInactive` (https://developers.hubspot.com/docs/api/crm/owners).
 fn owner(id: u64, user: u64, email: &str, archived: bool) -> Value {
-    json!({"id": id.to_string(), "email": email, "firstName": "F", "lastName": "L", "userId": user,
+    let active_user = (!archived).then_some(user);
+    json!({"id": id.to_string(), "email": email, "firstName": "F", "lastName": "L",
+           "userId": active_user, "userIdIncludingInactive": user,
            "archived": archived, "teams": [{"id": "9", "name": "Sales", "primary": true}],
            "createdAt": "2025-01-01T00:00:00Z", "updatedAt": "2025-06-01T00:00:00Z"})
 }
@@ -153,6 +157,12 @@ fn an_archived_owner_is_soft_deleted_and_restored_when_it_returns() {
     let bo = &store.mappings[&(MappingKind::Owner, "12".into())];
     assert!(bo.deleted, "kept and marked deleted, not removed");
     assert_eq!(bo.fields["email"], "bo@acme.com");
+    // The archived owner still names its user, and the user its owner.
+    assert_eq!(bo.fields["user_id"], "2");
+    assert_eq!(
+        store.mappings[&(MappingKind::User, "2".into())].fields["owner_id"],
+        "12"
+    );
 
     let (out, _) = sync(script(active(), none()), ALL, &mut store);
     let out = out.unwrap();
@@ -231,7 +241,8 @@ fn missing_scopes_name_both_listings_and_send_nothing() {
         ToolError::MissingScopes(vec![
             "settings.users.read".into(),
             "crm.objects.users.read".into(),
-            "crm.objects.owners.read".into()
+            "crm.objects.owners.read".into(),
+            "automation".into()
         ])
     );
     assert!(t.sent.is_empty());

@@ -53,7 +53,7 @@ fn every_tool_checks_its_scope_before_sending() {
             run::<GetRecord>,
             json!({"object_type": "contacts", "record_id": "51"}),
             "crm.objects.contacts.read",
-            r#"{"total":1,"results":[{"id":"51","properties":{}}]}"#,
+            r#"{"id":"51","properties":{},"archived":false}"#,
         ),
         (
             run::<CreateRecord>,
@@ -183,20 +183,222 @@ fn search_sends_hubspots_documented_body() {
     assert_eq!(out["results"][0]["id"], "5");
 }
 
+/// HubSpot's search is eventually consistent ("a record created seconds ago may be missing"),
+/// so one record is read with `GET /crm/v3/objects/{type}/{id}` (CRM objects guide, "Retrieve
+/// records"), which sees it at once.
 #[test]
-fn get_record_searches_by_object_id_and_reports_absence() {
-    let mut t = ScriptedTransport::new([response(200, r#"{"total":0,"results":[]}"#)]);
+fn get_record_reads_the_record_by_id_not_through_search() {
+    let mut t = ScriptedTransport::new([response(
+        200,
+        r#"{"id":"51","properties":{"email":"ana@example.com","hs_object_id":"51"},"createdAt":"2026-11-21T09:29:58Z","updatedAt":"2026-11-21T09:29:58Z","archived":false}"#,
+    )]);
+    let out = run::<GetRecord>(
+        &mut t,
+        &["crm.objects.contacts.read"],
+        json!({"object_type": "contacts", "record_id": "51", "properties": ["email", "firstname"]}),
+    )
+    .unwrap();
+    assert_eq!(t.sent.len(), 1);
+    assert_eq!(t.sent[0].method, Method::Get);
+    assert_eq!(
+        t.sent[0].url.path(),
+        "/sdk/proxy/hubspot/crm/v3/objects/contacts/51"
+    );
+    assert_eq!(
+        t.sent[0].url.query(),
+        Some("archived=false&properties=email%2Cfirstname")
+    );
+    assert_eq!(out["properties"]["email"], "ana@example.com");
+    assert!(out.get("archived").is_none());
+}
+
+/// An archived record answers 404 unless `archived=true` is asked for; then it comes with
+/// `archived: true` and `archivedAt` (CRM objects API: "archived: Whether to return only results
+/// that have been archived"). The assistant is told it is in the recycle bin.
+#[test]
+fn get_record_says_when_a_record_is_archived() {
+    let not_found = r#"{"status":"error","message":"resource not found","correlationId":"c-9","category":"OBJECT_NOT_FOUND"}"#;
+    let mut t = ScriptedTransport::new([
+        response(404, not_found),
+        response(
+            200,
+            r#"{"id":"51","properties":{"email":"old@example.com"},"archived":true,"archivedAt":"2025-10-01T10:00:00Z"}"#,
+        ),
+    ]);
+    let out = run::<GetRecord>(
+        &mut t,
+        &["crm.objects.contacts.read"],
+        json!({"object_type": "contacts", "record_id": "51"}),
+    )
+    .unwrap();
+    assert_eq!(t.sent[1].url.query(), Some("archived=true"));
+    assert_eq!(out["archived"], true);
+    assert_eq!(out["archived_at"], "2025-10-01T10:00:00Z");
+    assert!(out["note"].as_str().unwrap().contains("recycle bin"));
+    // Neither live nor archived: not found, with HubSpot's correlation id.
+    let mut t = ScriptedTransport::new([response(404, not_found), response(404, not_found)]);
     let err = run::<GetRecord>(
         &mut t,
         &["crm.objects.contacts.read"],
-        json!({"object_type": "contacts", "record_id": "51", "properties": ["email"]}),
+        json!({"object_type": "contacts", "record_id": "52"}),
     )
     .unwrap_err();
-    assert!(matches!(err, ToolError::NotFound(_)));
-    assert_eq!(
-        body(&t, 0)["filterGroups"][0]["filters"][0],
-        json!({"propertyName": "hs_object_id", "operator": "EQ", "value": "51"})
+    assert!(
+        matches!(&err, ToolError::NotFound(m) if m.contains("c-9")),
+        "{err:?}"
     );
+}
+
+/// `IN` values are lower-cased for string properties only ("When searching a string property
+/// with this operator, values must be lowercase"); an enumeration's internal values such as
+/// `NOT_STARTED` go as given. The type comes from the property's definition
+/// (`GET /crm/v3/properties/{type}/{name}`, Properties API), read only for values with capitals.
+#[test]
+fn in_values_are_lower_cased_for_strings_only() {
+    let mut t = ScriptedTransport::new([
+        response(
+            200,
+            r#"{"name":"hs_task_status","label":"Task Status","type":"enumeration","fieldType":"select","options":[]}"#,
+        ),
+        response(
+            200,
+            r#"{"name":"hs_task_subject","label":"Subject","type":"string","fieldType":"text","options":[]}"#,
+        ),
+        response(200, r#"{"total":0,"results":[]}"#),
+    ]);
+    run::<SearchRecords>(
+        &mut t,
+        &["crm.objects.contacts.read"],
+        json!({"object_type": "tasks", "filter_groups": [{"filters": [
+            {"property": "hs_task_status", "operator": "IN", "values": ["NOT_STARTED", "WAITING"]},
+            {"property": "hs_task_subject", "operator": "NOT_IN", "values": ["Call Back"]},
+            {"property": "hs_task_priority", "operator": "IN", "values": ["high"]}
+        ]}]}),
+    )
+    .unwrap();
+    let paths: Vec<&str> = t.sent.iter().map(|r| r.url.path()).collect();
+    assert_eq!(
+        paths,
+        [
+            "/sdk/proxy/hubspot/crm/v3/properties/tasks/hs_task_status",
+            "/sdk/proxy/hubspot/crm/v3/properties/tasks/hs_task_subject",
+            "/sdk/proxy/hubspot/crm/v3/objects/tasks/search"
+        ],
+        "only properties whose values have capitals are looked up"
+    );
+    let filters = &body(&t, 2)["filterGroups"][0]["filters"];
+    assert_eq!(filters[0]["values"], json!(["NOT_STARTED", "WAITING"]));
+    assert_eq!(filters[1]["values"], json!(["call back"]));
+    assert_eq!(filters[2]["values"], json!(["high"]));
+}
+
+/// HubSpot: "Date properties will only store the date, and must be set to midnight UTC ... If
+/// you try to set a value that is not midnight UTC, you will receive an error" (FAQ, timestamp
+/// formats). An ISO midnight becomes `YYYY-MM-DD`; a time of day is refused with nothing sent.
+#[test]
+fn date_properties_are_sent_as_dates_or_refused() {
+    let definition = r#"{"name":"renewal_date","label":"Renewal date","type":"date","fieldType":"date","options":[]}"#;
+    let mut t = ScriptedTransport::new([
+        response(200, definition),
+        response(201, r#"{"id":"77","properties":{}}"#),
+    ]);
+    run::<CreateRecord>(
+        &mut t,
+        &["crm.objects.contacts.read", "crm.objects.contacts.write"],
+        json!({"object_type": "contacts", "properties": {"firstname": "Ana", "renewal_date": "2026-11-30T00:00:00-05:00"}}),
+    )
+    .unwrap();
+    assert_eq!(
+        t.sent[0].url.path(),
+        "/sdk/proxy/hubspot/crm/v3/properties/contacts/renewal_date"
+    );
+    assert_eq!(body(&t, 1)["properties"]["renewal_date"], "2026-11-30");
+
+    let mut t = ScriptedTransport::new([response(200, definition)]);
+    let err = run::<UpdateRecord>(
+        &mut t,
+        &["crm.objects.contacts.read", "crm.objects.contacts.write"],
+        json!({"object_type": "contacts", "record_id": "77", "properties": {"renewal_date": "2026-11-30T15:30:00Z"}}),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, ToolError::InvalidInput(m) if m.contains("renewal_date") && m.contains("YYYY-MM-DD")),
+        "{err:?}"
+    );
+    assert_eq!(
+        t.sent.len(),
+        1,
+        "only the definition was read; nothing was written"
+    );
+
+    // A datetime property takes the instant as given.
+    let mut t = ScriptedTransport::new([
+        response(
+            200,
+            r#"{"name":"last_touch","type":"datetime","fieldType":"date","options":[]}"#,
+        ),
+        response(200, r#"{"id":"77","properties":{}}"#),
+    ]);
+    run::<UpdateRecord>(
+        &mut t,
+        &["crm.objects.contacts.read", "crm.objects.contacts.write"],
+        json!({"object_type": "contacts", "record_id": "77", "properties": {"last_touch": "2026-11-30T15:30:00Z"}}),
+    )
+    .unwrap();
+    assert_eq!(
+        body(&t, 1)["properties"]["last_touch"],
+        "2026-11-30T15:30:00Z"
+    );
+}
+
+/// A second contact with a known email is a 409 CONFLICT whose message names the existing
+/// record ("Contact already exists. Existing ID: 37765128953", as HubSpot's client libraries
+/// report it); the error carries that id so the assistant can update it instead.
+#[test]
+fn a_conflicting_create_returns_the_existing_records_id() {
+    let mut t = ScriptedTransport::new([response(
+        409,
+        r#"{"status":"error","message":"Contact already exists. Existing ID: 37765128953","correlationId":"2dea5219-c-1","category":"CONFLICT"}"#,
+    )]);
+    let err = run::<CreateRecord>(
+        &mut t,
+        &["crm.objects.contacts.write"],
+        json!({"object_type": "contacts", "properties": {"email": "ana@example.com"}}),
+    )
+    .unwrap_err();
+    let ToolError::CrmError(problem) = err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(problem.existing_id.as_deref(), Some("37765128953"));
+    assert_eq!(problem.codes, ["CONFLICT"]);
+    assert!(problem.hint.contains("37765128953") && problem.hint.contains("crma_update_record"));
+    assert_eq!(problem.correlation_id.as_deref(), Some("2dea5219-c-1"));
+}
+
+/// HubSpot's `after` is "the paging cursor token" and its own examples are base64 such as
+/// `NTI1Cg%3D%3D`: such a token is accepted back and sent unchanged.
+#[test]
+fn opaque_paging_tokens_are_accepted_and_sent_back() {
+    let mut t = ScriptedTransport::new([response(200, r#"{"results":[]}"#)]);
+    run::<ListUsers>(
+        &mut t,
+        &["settings.users.read"],
+        json!({"cursor": "NTI1Cg%3D%3D"}),
+    )
+    .unwrap();
+    let sent = t.sent[0].url.query().unwrap();
+    let after: Vec<(String, String)> = url::form_urlencoded::parse(sent.as_bytes())
+        .into_owned()
+        .filter(|(k, _)| k == "after")
+        .collect();
+    assert_eq!(after, [("after".to_string(), "NTI1Cg%3D%3D".to_string())]);
+    for bad in ["", "a b", "x\ny", &"a".repeat(1025)] {
+        let mut t = ScriptedTransport::default();
+        let err =
+            run::<ListUsers>(&mut t, &["settings.users.read"], json!({"cursor": bad})).unwrap_err();
+        assert!(matches!(err, ToolError::InvalidInput(_)), "{bad:?}");
+        assert!(t.sent.is_empty());
+    }
 }
 
 #[test]

@@ -217,7 +217,7 @@ fn hostile_next_records_urls_are_refused() {
         )
         .unwrap_err();
         assert!(
-            matches!(&err, ToolError::CrmError(m) if m.contains("unsafe_next_records_url")),
+            matches!(&err, ToolError::CrmError(p) if p.codes == ["UNSAFE_NEXT_RECORDS_URL"]),
             "{hostile}: {err:?}"
         );
         assert_eq!(t.sent.len(), 1, "{hostile}: not followed");
@@ -408,9 +408,70 @@ fn a_failure_mid_file_leaves_no_partial_file() {
     ]);
     let err = run_with(&mut t, &config, json!({"query": QUERY})).unwrap_err();
     assert!(
-        matches!(&err, ToolError::CrmError(m) if m.contains("INVALID_QUERY_LOCATOR")),
+        matches!(&err, ToolError::CrmError(p) if p.codes == ["INVALID_QUERY_LOCATOR"]),
         "{err:?}"
     );
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Salesforce caps URI plus headers at 16,384 bytes ("414: The length of the URI exceeds the
+/// 16,384 byte limit"; Salesforce Help 000386264). A query whose URL would not fit is refused
+/// before sending, saying how to shorten it; one that fits goes out.
+#[test]
+fn a_query_too_long_for_the_url_is_refused_before_sending() {
+    let ids = |n: usize| {
+        (0..n)
+            .map(|i| format!("'001{i:015}'"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let long = format!("SELECT Id, Name FROM Account WHERE Id IN ({})", ids(800));
+    let mut t = ScriptedTransport::default();
+    let err = run_with(&mut t, &config(&[]), json!({"query": long})).unwrap_err();
+    assert!(
+        matches!(&err, ToolError::InvalidInput(m) if m.contains("16,384") && m.contains("IN lists")),
+        "{err:?}"
+    );
+    assert!(t.sent.is_empty());
+
+    let fits = format!("SELECT Id, Name FROM Account WHERE Id IN ({})", ids(300));
+    let mut t =
+        ScriptedTransport::new([response(200, r#"{"totalSize":0,"done":true,"records":[]}"#)]);
+    run_with(&mut t, &config(&[]), json!({"query": fits})).unwrap();
+    let url = &t.sent[0].url;
+    assert!(url.path().len() + url.query().unwrap().len() < super::MAX_QUERY_URL_BYTES);
+}
+
+/// A pinned API version the org does not serve answers 404 NOT_FOUND like a missing record;
+/// the org's list of versions (`GET /services/data/`: `[{label, url, version}]`, REST API
+/// Developer Guide "Versions") tells which to configure.
+#[test]
+fn a_version_the_org_does_not_serve_is_named_with_the_one_to_use() {
+    let not_found =
+        r#"[{"message":"The requested resource does not exist","errorCode":"NOT_FOUND"}]"#;
+    let versions = crate::crmb::client::SERVED_VERSIONS;
+    let mut t = ScriptedTransport::new([response(404, not_found), response(200, versions)]);
+    let err = run_with(
+        &mut t,
+        &config(&[(keys::CRM_B_API_VERSION, "99.0".to_string())]),
+        json!({"query": "SELECT Id FROM Account"}),
+    )
+    .unwrap_err();
+    let ToolError::CrmError(problem) = &err else {
+        panic!("{err:?}")
+    };
+    assert_eq!(problem.codes, ["API_VERSION_NOT_SUPPORTED"]);
+    assert!(problem.hint.contains("v66.0") && problem.hint.contains("CRM_B_API_VERSION"));
+    assert_eq!(t.sent[1].url.path(), "/sdk/proxy/salesforce/services/data/");
+
+    // A served version: the 404 stays "not found".
+    let mut t = ScriptedTransport::new([response(404, not_found), response(200, versions)]);
+    let err = run_with(
+        &mut t,
+        &config(&[]),
+        json!({"query": "SELECT Id FROM Account"}),
+    )
+    .unwrap_err();
+    assert!(matches!(err, ToolError::NotFound(_)), "{err:?}");
 }

@@ -247,6 +247,21 @@ const VALID: &[&str] = &[
 
 /// Queries that must be refused, with a part of the reason that says what to change.
 const INVALID: &[(&str, &str)] = &[
+    // FIELDS(ALL) and FIELDS(CUSTOM) are unbounded and need LIMIT 200 or less (SOQL and SOSL
+    // Reference, "FIELDS()", Bounded and Unbounded Queries); FIELDS(STANDARD) does not.
+    ("SELECT FIELDS(ALL) FROM Account", "need LIMIT 200 or less"),
+    (
+        "SELECT FIELDS(CUSTOM) FROM Account LIMIT 201",
+        "need LIMIT 200 or less",
+    ),
+    (
+        "SELECT Name, fields(all) FROM Account LIMIT 5000",
+        "need LIMIT 200 or less",
+    ),
+    (
+        "SELECT Name, (SELECT FIELDS(ALL) FROM Contacts) FROM Account LIMIT 10",
+        "need LIMIT 200 or less",
+    ),
     ("", "the query is empty"),
     ("  \n\t  ", "the query is empty"),
     (

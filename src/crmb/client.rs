@@ -1,0 +1,111 @@
+//! One Salesforce call: sent with the retry rules, errors mapped to what the user can do, and
+//! a 404 checked against the versions the org serves, because a pinned API version the org
+//! does not serve also answers "not found" and would otherwise read as "no such record".
+
+use super::errors::map_error;
+use crate::config::ApiVersion;
+use crate::error::{Crm, CrmProblem, ToolError};
+use crate::http::{Request, Response};
+use crate::proxy;
+use crate::tools::Session;
+use serde::Deserialize;
+
+/// One entry of `GET /services/data/`: `[{label, url, version}]`
+/// (https://developer.salesforce.com/docs/atlas.en-us.api_rest.meta/api_rest/dome_versions.htm).
+#[derive(Debug, Deserialize)]
+struct ServedVersion {
+    version: String,
+}
+
+/// Sends `request`; a non-success answer becomes the tool error for `subject` (what the call
+/// was about, named in not-found messages).
+pub fn send(
+    session: &mut Session<'_>,
+    request: &Request,
+    subject: &str,
+) -> Result<Response, ToolError> {
+    let response = session.send(request)?;
+    if response.is_success() {
+        return Ok(response);
+    }
+    // 404 for a version the org does not know, 410 GONE for a retired one.
+    if matches!(response.status, 404 | 410)
+        && let Some(problem) = unserved_version(session)
+    {
+        return Err(problem.into());
+    }
+    Err(map_error(&response, subject))
+}
+
+/// Asks the org once which versions it serves; a problem when the configured one is not
+/// among them, `None` when it is or the list cannot be had.
+fn unserved_version(session: &mut Session<'_>) -> Option<CrmProblem> {
+    let config = session.config().ok()?;
+    let response = session
+        .send(&Request::get(
+            Crm::Salesforce,
+            proxy::crm_b_versions(config),
+        ))
+        .ok()?;
+    if !response.is_success() {
+        return None;
+    }
+    let served: Vec<ServedVersion> = serde_json::from_slice(&response.body).ok()?;
+    let served: Vec<ApiVersion> = served
+        .iter()
+        .filter_map(|v| ApiVersion::parse(&v.version))
+        .collect();
+    unserved_problem(config.crm_b_api_version, &served)
+}
+
+/// The problem to report when `configured` is not in the org's `served` list.
+fn unserved_problem(configured: ApiVersion, served: &[ApiVersion]) -> Option<CrmProblem> {
+    let newest = served.iter().max()?;
+    let oldest = served.iter().min()?;
+    if served.contains(&configured) {
+        return None;
+    }
+    Some(
+        CrmProblem::new(
+            Crm::Salesforce,
+            "API_VERSION_NOT_SUPPORTED",
+            format!(
+                "This Salesforce org does not serve REST API {} (it serves {} to {}), so every \
+                 call answers \"not found\". Ask the workspace admin to set the Salesforce API \
+                 version to {} (CRM_B_API_VERSION) and try again.",
+                configured.segment(),
+                oldest.segment(),
+                newest.segment(),
+                newest.segment()
+            ),
+        )
+        .with_status(404),
+    )
+}
+
+/// What `GET /services/data/` answers for an org serving v64.0 to v66.0 (the shape of the REST
+/// API Developer Guide's "List Available REST API Versions" example).
+#[cfg(test)]
+pub(crate) const SERVED_VERSIONS: &str = r#"[{"label":"Summer '25","url":"/services/data/v64.0","version":"64.0"},{"label":"Winter '26","url":"/services/data/v65.0","version":"65.0"},{"label":"Spring '26","url":"/services/data/v66.0","version":"66.0"}]"#;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(text: &str) -> ApiVersion {
+        ApiVersion::parse(text).unwrap()
+    }
+
+    #[test]
+    fn a_served_version_is_no_problem_and_an_unserved_one_names_the_newest() {
+        let served = [v("31.0"), v("64.0"), v("66.0")];
+        assert!(unserved_problem(v("64.0"), &served).is_none());
+        let problem = unserved_problem(v("99.0"), &served).unwrap();
+        assert_eq!(problem.codes, ["API_VERSION_NOT_SUPPORTED"]);
+        assert!(problem.hint.contains("v66.0") && problem.hint.contains("v99.0"));
+        assert!(
+            unserved_problem(v("99.0"), &[]).is_none(),
+            "no list, no verdict"
+        );
+    }
+}
