@@ -1171,3 +1171,68 @@ async fn the_tools_follow_hubspots_real_portal_rules() {
     let fields: Value = serde_json::from_str(&owner.fields).unwrap();
     assert_eq!(fields["user_id"], "7103573", "{fields}");
 }
+
+/// HubSpot's documented answers and rules (issue 8), through the built component with the
+/// stub: each step is something the previous build got wrong.
+#[tokio::test]
+async fn hubspot_rules_hold_through_the_host() {
+    use crm_host::bindings::ToolError as E;
+    // Custom-object pipelines: HubSpot's any-of list accepts crm.schemas.custom.read.
+    let stub = StubBackend::with_handler(|_| {
+        Reply::json(
+            200,
+            json!({"results": [{"id": "s1", "label": "New", "displayOrder": 0, "metadata": {}}]}),
+        )
+    });
+    let pipelines = host(&stub);
+    run(
+        &pipelines,
+        "crma_get_pipeline_stages",
+        json!({"object_type": "2-1234", "pipeline_id": "default"}),
+        &["crm.schemas.custom.read"],
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        path_of(&stub.requests()[0]),
+        "/crm/v3/pipelines/2-1234/default/stages"
+    );
+
+    // "One or more of the following scopes": one of them is granted, so never "approve it".
+    let stub = StubBackend::with_handler(|_| {
+        hubspot_error(
+            403,
+            json!({"status": "error", "message": "This app hasn't been granted all required scopes to make this call.", "correlationId": "c-any", "category": "MISSING_SCOPES",
+                   "errors": [{"message": "One or more of the following scopes are required.", "context": {"requiredGranularScopes": ["crm.objects.deals.read", "crm.objects.custom.read"]}}]}),
+        )
+    });
+    let scoped = host(&stub);
+    let err = run(
+        &scoped,
+        "crma_search_records",
+        json!({"object_type": "deals"}),
+        &["crm.objects.deals.read"],
+    )
+    .await
+    .unwrap_err();
+    assert!(
+        matches!(&err, CallError::Tool(E::Forbidden(m)) if m.contains("already granted crm.objects.deals.read")),
+        "{err:?}"
+    );
+
+    // Fully qualified custom type names (p{portalId}_{name}) are accepted.
+    let stub = hubspot_stub();
+    let custom = host(&stub);
+    run(
+        &custom,
+        "crma_search_records",
+        json!({"object_type": "p7878787_my_object", "limit": 100, "cursor": "9950"}),
+        &["crm.objects.custom.read"],
+    )
+    .await
+    .unwrap();
+    let sent = &stub.requests()[0];
+    assert_eq!(path_of(sent), "/crm/v3/objects/p7878787_my_object/search");
+    // The last page stops at HubSpot's 10,000-result cap.
+    assert_eq!(sent.body_json()["limit"], 50);
+}

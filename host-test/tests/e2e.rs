@@ -892,3 +892,140 @@ async fn the_tools_follow_salesforces_real_org_rules() {
         "{message}"
     );
 }
+
+/// Salesforce's documented answers (issue 8), through the built component and the host: each
+/// step is something the previous build got wrong.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn salesforce_answers_are_read_as_salesforce_documents_them() {
+    let sf_error = |status: u16, code: &str, message: &str| {
+        Reply::json(status, json!([{"message": message, "errorCode": code}]))
+    };
+    // Concurrent long-running requests: momentary, not the 24-hour allowance (limits cheat
+    // sheet: long-running requests over the limit get REQUEST_LIMIT_EXCEEDED).
+    let f = fixture(StubBackend::scripted([sf_error(
+        403,
+        "REQUEST_LIMIT_EXCEEDED",
+        "ConcurrentRequests (Concurrent API Requests) Limit exceeded.",
+    )]));
+    let (kind, message) = tool_error(f.host.call(get_account("t1")).await);
+    assert_eq!(kind, "unavailable");
+    assert!(
+        message.contains("retry in a moment") && !message.contains("24-hour"),
+        "{message}"
+    );
+
+    // UNABLE_TO_LOCK_ROW on an update: not applied, safe to make again; sent once.
+    let f = fixture(StubBackend::scripted([sf_error(
+        400,
+        "UNABLE_TO_LOCK_ROW",
+        "unable to obtain exclusive access to this record",
+    )]));
+    let (kind, message) = tool_error(
+        f.host
+            .call(call(
+                "t1",
+                "crmb_update_record",
+                json!({"object": "Account", "record_id": ACCOUNT_ID, "fields": {"Name": "X"}}),
+            ))
+            .await,
+    );
+    assert_eq!(kind, "unavailable");
+    assert!(message.contains("Nothing was applied"), "{message}");
+    assert_eq!(f.stub.requests().len(), 1);
+
+    // A child subquery cut short (done: false) is marked incomplete, with how to get the rest.
+    let f = fixture(StubBackend::scripted([Reply::json(
+        200,
+        json!({"totalSize": 1, "done": true, "records": [{
+            "attributes": {"type": "Account", "url": "/a"}, "Id": ACCOUNT_ID, "Name": "Acme",
+            "Contacts": {"totalSize": 250, "done": false, "nextRecordsUrl": "/services/data/v65.0/query/01gD0000002HU6KIAW-200",
+                         "records": [{"attributes": {"type": "Contact", "url": "/c"}, "Id": "003000000000001AAA"}]}}]}),
+    )]));
+    let out = output(
+        f.host
+            .call(call(
+                "t1",
+                "crmb_run_soql_query",
+                json!({"query": "SELECT Id, Name, (SELECT Id FROM Contacts) FROM Account"}),
+            ))
+            .await,
+    );
+    let contacts = &out["records"][0]["Contacts"];
+    assert_eq!(contacts["incomplete"], true, "{out}");
+    assert!(
+        contacts["note"]
+            .as_str()
+            .unwrap()
+            .contains("query Contact directly")
+    );
+
+    // An answer that is not JSON is a crm-error of the one shape.
+    let f = fixture(StubBackend::scripted([Reply::json(200, json!("<html>"))]));
+    let (kind, message) = tool_error(f.host.call(get_account("t1")).await);
+    assert_eq!(kind, "crm-error");
+    let problem: Value = serde_json::from_str(&message).unwrap();
+    for key in [
+        "crm",
+        "status",
+        "codes",
+        "messages",
+        "fields",
+        "hint",
+        "correlation_id",
+    ] {
+        assert!(problem.get(key).is_some(), "{key} missing in {problem}");
+    }
+
+    // A combobox (Task.Subject) carries its picklist values.
+    let f = fixture(StubBackend::scripted([Reply::json(
+        200,
+        json!({"name": "Task", "label": "Task", "custom": false, "createable": true, "updateable": true, "queryable": true,
+               "fields": [{"name": "Subject", "label": "Subject", "type": "combobox", "length": 255, "nillable": true,
+                           "createable": true, "updateable": true, "custom": false, "defaultedOnCreate": false,
+                           "picklistValues": [{"value": "Call", "label": "Call", "active": true, "defaultValue": false}],
+                           "referenceTo": []}],
+               "childRelationships": []}),
+    )]));
+    let out = output(
+        f.host
+            .call(call(
+                "t1",
+                "crmb_get_object_fields",
+                json!({"object": "Task"}),
+            ))
+            .await,
+    );
+    assert_eq!(
+        out["fields"][0]["picklist_values"],
+        json!(["Call"]),
+        "{out}"
+    );
+
+    // Government Cloud Plus records open on lightning.crmforce.mil.
+    let f = fixture(StubBackend::scripted([]));
+    let mut request = call(
+        "t1",
+        "crmb_generate_record_url",
+        json!({"object": "Case", "record_id": "500000000000001AAA"}),
+    );
+    request.instance_url = Some("https://agency.my.salesforce.mil".into());
+    let out = output(f.host.call(request).await);
+    assert_eq!(
+        out["url"],
+        "https://agency.lightning.crmforce.mil/lightning/r/Case/500000000000001AAA/view"
+    );
+
+    // FIELDS(ALL) without LIMIT 200 is refused before sending.
+    let (kind, message) = tool_error(
+        f.host
+            .call(call(
+                "t1",
+                "crmb_run_soql_query",
+                json!({"query": "SELECT FIELDS(ALL) FROM Account"}),
+            ))
+            .await,
+    );
+    assert_eq!(kind, "invalid-input");
+    assert!(message.contains("LIMIT 200"), "{message}");
+    assert!(f.stub.requests().is_empty());
+}
