@@ -1050,17 +1050,17 @@ async fn acme_sandbox() -> (Host, impl Fn(&str, Value) -> CallRequest) {
     (host, acme)
 }
 
-/// What a real portal does and a lenient fake hid (issue 8), through the built component and
-/// the sandbox, which answers as HubSpot documents.
-#[tokio::test]
-async fn the_tools_follow_hubspots_real_portal_rules() {
-    use crm_host::bindings::ToolError as E;
-    let (host, acme) = acme_sandbox().await;
-    let ok = |out: Result<String, CallError>| -> Value {
-        serde_json::from_str(&out.unwrap_or_else(|e| panic!("{e}"))).unwrap()
-    };
+fn ok(out: Result<String, CallError>) -> Value {
+    serde_json::from_str(&out.unwrap_or_else(|e| panic!("{e}"))).unwrap()
+}
 
-    // Search is eventually consistent: a contact created a moment ago is read by id at once.
+// What a real portal does and a lenient fake hid (issue 8), one test per rule, through the
+// built component and the sandbox, which answers as HubSpot documents.
+
+/// Search is eventually consistent: a contact created a moment ago is read by id at once.
+#[tokio::test]
+async fn a_record_created_a_moment_ago_is_read_by_id() {
+    let (host, acme) = acme_sandbox().await;
     let created = ok(host
         .call(acme(
             "crma_create_record",
@@ -1078,8 +1078,12 @@ async fn the_tools_follow_hubspots_real_portal_rules() {
         read["properties"]["email"],
         "new.buyer@acme-energy.example.com"
     );
+}
 
-    // An archived record says so rather than "not found".
+/// An archived record says so rather than "not found".
+#[tokio::test]
+async fn an_archived_record_says_it_is_archived() {
+    let (host, acme) = acme_sandbox().await;
     let archived = ok(host
         .call(acme(
             "crma_get_record",
@@ -1087,8 +1091,12 @@ async fn the_tools_follow_hubspots_real_portal_rules() {
         ))
         .await);
     assert_eq!(archived["archived"], true, "{archived}");
+}
 
-    // IN on an enumeration sends its internal value as given and finds the task.
+/// IN on an enumeration sends its internal value as given; on a string it lower-cases.
+#[tokio::test]
+async fn in_filters_match_enumerations_exactly_and_strings_in_lower_case() {
+    let (host, acme) = acme_sandbox().await;
     let tasks = ok(host
         .call(acme(
             "crma_search_records",
@@ -1096,7 +1104,6 @@ async fn the_tools_follow_hubspots_real_portal_rules() {
         ))
         .await);
     assert_eq!(tasks["total"], 1, "{tasks}");
-    // ...and on a string property lower-cases, so capitals still match.
     let contacts = ok(host
         .call(acme(
             "crma_search_records",
@@ -1104,8 +1111,13 @@ async fn the_tools_follow_hubspots_real_portal_rules() {
         ))
         .await);
     assert_eq!(contacts["total"], 1, "{contacts}");
+}
 
-    // A date property takes a midnight ISO date as YYYY-MM-DD; a time of day is refused unsent.
+/// A date property takes a midnight ISO date as YYYY-MM-DD; a time of day is refused unsent.
+#[tokio::test]
+async fn date_properties_are_written_as_dates() {
+    use crm_host::bindings::ToolError as E;
+    let (host, acme) = acme_sandbox().await;
     let dated = ok(host
         .call(acme(
             "crma_update_record",
@@ -1131,8 +1143,13 @@ async fn the_tools_follow_hubspots_real_portal_rules() {
         matches!(&err, CallError::Tool(E::InvalidInput(m)) if m.contains("YYYY-MM-DD")),
         "{err:?}"
     );
+}
 
-    // A duplicate email is a conflict that names the existing contact.
+/// A duplicate email is a conflict that names the existing contact.
+#[tokio::test]
+async fn a_duplicate_contact_returns_the_existing_id() {
+    use crm_host::bindings::ToolError as E;
+    let (host, acme) = acme_sandbox().await;
     let err = host
         .call(acme(
             "crma_create_record",
@@ -1148,8 +1165,12 @@ async fn the_tools_follow_hubspots_real_portal_rules() {
         }
         other => panic!("{other:?}"),
     }
+}
 
-    // Listings page with HubSpot's opaque tokens (base64, `=` escaped).
+/// Listings page with HubSpot's opaque tokens (base64, `=` escaped).
+#[tokio::test]
+async fn listings_page_with_opaque_tokens() {
+    let (host, acme) = acme_sandbox().await;
     let first = ok(host
         .call(acme("crma_list_users", json!({"limit": 1})))
         .await);
@@ -1162,8 +1183,12 @@ async fn the_tools_follow_hubspots_real_portal_rules() {
         ))
         .await);
     assert_ne!(first["results"][0]["id"], second["results"][0]["id"]);
+}
 
-    // The archived owner keeps its user link (userId is null, userIdIncludingInactive is not).
+/// The archived owner keeps its user link (`userId` null, `userIdIncludingInactive` set).
+#[tokio::test]
+async fn an_archived_owner_keeps_its_user() {
+    let (host, acme) = acme_sandbox().await;
     ok(host.call(acme("crma_sync_users", json!({}))).await);
     let db = host.mappings("acme").unwrap();
     let owner = db.get("owner", "81035703").unwrap().unwrap();
@@ -1172,12 +1197,12 @@ async fn the_tools_follow_hubspots_real_portal_rules() {
     assert_eq!(fields["user_id"], "7103573", "{fields}");
 }
 
-/// HubSpot's documented answers and rules (issue 8), through the built component with the
-/// stub: each step is something the previous build got wrong.
+// HubSpot's documented answers and rules (issue 8), through the built component with the
+// stub, one test per rule.
+
+/// Custom-object pipelines: HubSpot's any-of list accepts crm.schemas.custom.read.
 #[tokio::test]
-async fn hubspot_rules_hold_through_the_host() {
-    use crm_host::bindings::ToolError as E;
-    // Custom-object pipelines: HubSpot's any-of list accepts crm.schemas.custom.read.
+async fn custom_object_pipelines_are_read_with_the_custom_schemas_scope() {
     let stub = StubBackend::with_handler(|_| {
         Reply::json(
             200,
@@ -1197,8 +1222,12 @@ async fn hubspot_rules_hold_through_the_host() {
         path_of(&stub.requests()[0]),
         "/crm/v3/pipelines/2-1234/default/stages"
     );
+}
 
-    // "One or more of the following scopes": one of them is granted, so never "approve it".
+/// "One or more of the following scopes": one of them is granted, so never "approve it".
+#[tokio::test]
+async fn a_granted_scope_is_never_asked_for_again() {
+    use crm_host::bindings::ToolError as E;
     let stub = StubBackend::with_handler(|_| {
         hubspot_error(
             403,
@@ -1219,20 +1248,39 @@ async fn hubspot_rules_hold_through_the_host() {
         matches!(&err, CallError::Tool(E::Forbidden(m)) if m.contains("already granted crm.objects.deals.read")),
         "{err:?}"
     );
+}
 
-    // Fully qualified custom type names (p{portalId}_{name}) are accepted.
+/// Fully qualified custom type names (p{portalId}_{name}) are accepted.
+#[tokio::test]
+async fn fully_qualified_custom_type_names_are_accepted() {
     let stub = hubspot_stub();
     let custom = host(&stub);
     run(
         &custom,
         "crma_search_records",
-        json!({"object_type": "p7878787_my_object", "limit": 100, "cursor": "9950"}),
+        json!({"object_type": "p7878787_my_object"}),
         &["crm.objects.custom.read"],
     )
     .await
     .unwrap();
-    let sent = &stub.requests()[0];
-    assert_eq!(path_of(sent), "/crm/v3/objects/p7878787_my_object/search");
-    // The last page stops at HubSpot's 10,000-result cap.
-    assert_eq!(sent.body_json()["limit"], 50);
+    assert_eq!(
+        path_of(&stub.requests()[0]),
+        "/crm/v3/objects/p7878787_my_object/search"
+    );
+}
+
+/// "Attempting to page beyond 10,000 will result in a 400 error": the last page stops there.
+#[tokio::test]
+async fn the_last_search_page_stops_at_ten_thousand() {
+    let stub = hubspot_stub();
+    let deals = host(&stub);
+    run(
+        &deals,
+        "crma_search_records",
+        json!({"object_type": "deals", "limit": 100, "cursor": "9950"}),
+        &["crm.objects.deals.read"],
+    )
+    .await
+    .unwrap();
+    assert_eq!(stub.requests()[0].body_json()["limit"], 50);
 }

@@ -843,22 +843,27 @@ async fn the_sandbox_answers_all_six_crmb_tools() {
     );
 }
 
-/// What a real org does and a lenient fake hid (issue 8), against the sandbox, which answers
-/// as Salesforce documents: a URI over 16,384 bytes is a 414, and a version the org does not
-/// serve answers 404 NOT_FOUND beside `GET /services/data/`.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_tools_follow_salesforces_real_org_rules() {
-    let audit = AuditLog::in_memory();
-    let host = Host::new(runtime(), Arc::new(SandboxCrm::new()), audit.clone());
-    host.add_tenant(SandboxCrm::tenant_spec("acme"), plugin())
-        .unwrap();
-    let mut pinned = SandboxCrm::tenant_spec("globex");
-    pinned
-        .settings
-        .push(("CRM_B_API_VERSION".into(), "99.0".into()));
-    host.add_tenant(pinned, plugin()).unwrap();
+// What a real org does and a lenient fake hid (issue 8), one test per rule: against the
+// sandbox, which answers as Salesforce documents (a URI over 16,384 bytes is a 414; a version
+// the org does not serve answers 404 NOT_FOUND beside `GET /services/data/`), and against the
+// stub with Salesforce's documented answers.
 
-    // An IN list too long for the URL is refused before anything is sent.
+fn sandbox_host(audit: &AuditLog, version: Option<&str>) -> Host {
+    let host = Host::new(runtime(), Arc::new(SandboxCrm::new()), audit.clone());
+    let mut acme = SandboxCrm::tenant_spec("acme");
+    if let Some(version) = version {
+        acme.settings
+            .push(("CRM_B_API_VERSION".into(), version.into()));
+    }
+    host.add_tenant(acme, plugin()).unwrap();
+    host
+}
+
+/// An IN list too long for the URL is refused before anything is sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_query_too_long_for_the_url_is_refused_unsent() {
+    let audit = AuditLog::in_memory();
+    let host = sandbox_host(&audit, None);
     let ids: Vec<String> = (0..800).map(|i| format!("'001{i:015}'")).collect();
     let long = format!(
         "SELECT Id, Name FROM Account WHERE Id IN ({})",
@@ -876,11 +881,15 @@ async fn the_tools_follow_salesforces_real_org_rules() {
         .filter(|e| matches!(e, AuditEvent::Request { .. }))
         .count();
     assert_eq!(requests, 0, "nothing was sent");
+}
 
-    // A pinned version the org does not serve: named, with the version to configure.
+/// A pinned version the org does not serve: named, with the version to configure.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_version_the_org_does_not_serve_is_named() {
+    let host = sandbox_host(&AuditLog::in_memory(), Some("99.0"));
     let (kind, message) = tool_error(
         host.call(call(
-            "globex",
+            "acme",
             "crmb_run_soql_query",
             json!({"query": "SELECT Id FROM Account"}),
         ))
@@ -893,15 +902,14 @@ async fn the_tools_follow_salesforces_real_org_rules() {
     );
 }
 
-/// Salesforce's documented answers (issue 8), through the built component and the host: each
-/// step is something the previous build got wrong.
+fn sf_error(status: u16, code: &str, message: &str) -> Reply {
+    Reply::json(status, json!([{"message": message, "errorCode": code}]))
+}
+
+/// Concurrent long-running requests: momentary, not the 24-hour allowance (limits cheat
+/// sheet: long-running requests over the limit get REQUEST_LIMIT_EXCEEDED).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn salesforce_answers_are_read_as_salesforce_documents_them() {
-    let sf_error = |status: u16, code: &str, message: &str| {
-        Reply::json(status, json!([{"message": message, "errorCode": code}]))
-    };
-    // Concurrent long-running requests: momentary, not the 24-hour allowance (limits cheat
-    // sheet: long-running requests over the limit get REQUEST_LIMIT_EXCEEDED).
+async fn concurrent_request_limits_say_retry_in_a_moment() {
     let f = fixture(StubBackend::scripted([sf_error(
         403,
         "REQUEST_LIMIT_EXCEEDED",
@@ -913,8 +921,11 @@ async fn salesforce_answers_are_read_as_salesforce_documents_them() {
         message.contains("retry in a moment") && !message.contains("24-hour"),
         "{message}"
     );
+}
 
-    // UNABLE_TO_LOCK_ROW on an update: not applied, safe to make again; sent once.
+/// UNABLE_TO_LOCK_ROW on an update: not applied, safe to make again; sent once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_locked_row_is_safe_to_retry() {
     let f = fixture(StubBackend::scripted([sf_error(
         400,
         "UNABLE_TO_LOCK_ROW",
@@ -932,8 +943,11 @@ async fn salesforce_answers_are_read_as_salesforce_documents_them() {
     assert_eq!(kind, "unavailable");
     assert!(message.contains("Nothing was applied"), "{message}");
     assert_eq!(f.stub.requests().len(), 1);
+}
 
-    // A child subquery cut short (done: false) is marked incomplete, with how to get the rest.
+/// A child subquery cut short (done: false) is marked incomplete, with how to get the rest.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_incomplete_child_subquery_is_marked() {
     let f = fixture(StubBackend::scripted([Reply::json(
         200,
         json!({"totalSize": 1, "done": true, "records": [{
@@ -958,8 +972,11 @@ async fn salesforce_answers_are_read_as_salesforce_documents_them() {
             .unwrap()
             .contains("query Contact directly")
     );
+}
 
-    // An answer that is not JSON is a crm-error of the one shape.
+/// An answer that is not the expected JSON is a crm-error of the one shape.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_answer_is_a_crm_error_of_the_one_shape() {
     let f = fixture(StubBackend::scripted([Reply::json(200, json!("<html>"))]));
     let (kind, message) = tool_error(f.host.call(get_account("t1")).await);
     assert_eq!(kind, "crm-error");
@@ -975,8 +992,11 @@ async fn salesforce_answers_are_read_as_salesforce_documents_them() {
     ] {
         assert!(problem.get(key).is_some(), "{key} missing in {problem}");
     }
+}
 
-    // A combobox (Task.Subject) carries its picklist values.
+/// A combobox (Task.Subject) carries its picklist values.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn combobox_fields_carry_picklist_values() {
     let f = fixture(StubBackend::scripted([Reply::json(
         200,
         json!({"name": "Task", "label": "Task", "custom": false, "createable": true, "updateable": true, "queryable": true,
@@ -1000,8 +1020,11 @@ async fn salesforce_answers_are_read_as_salesforce_documents_them() {
         json!(["Call"]),
         "{out}"
     );
+}
 
-    // Government Cloud Plus records open on lightning.crmforce.mil.
+/// Government Cloud Plus records open on lightning.crmforce.mil.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn government_cloud_links_open_on_crmforce_mil() {
     let f = fixture(StubBackend::scripted([]));
     let mut request = call(
         "t1",
@@ -1014,8 +1037,12 @@ async fn salesforce_answers_are_read_as_salesforce_documents_them() {
         out["url"],
         "https://agency.lightning.crmforce.mil/lightning/r/Case/500000000000001AAA/view"
     );
+}
 
-    // FIELDS(ALL) without LIMIT 200 is refused before sending.
+/// FIELDS(ALL) without LIMIT 200 is refused before sending.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unbounded_fields_need_a_limit() {
+    let f = fixture(StubBackend::scripted([]));
     let (kind, message) = tool_error(
         f.host
             .call(call(
