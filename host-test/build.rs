@@ -31,6 +31,7 @@ fn main() {
             std::env::var_os("CARGO_TARGET_DIR").map(|d| PathBuf::from(d).join("component"))
         })
         .unwrap_or_else(|| root.join("target").join("component"));
+    ensure_wasm_target();
     let plugin = build_component(&root, &target_dir, &["-p", "crm-plugin"], "crm_plugin");
     println!("cargo:rustc-env=CRM_PLUGIN_WASM={}", plugin.display());
     // The hostile probe guest the end-to-end tests load next to the real component.
@@ -41,6 +42,41 @@ fn main() {
         "probe_guest",
     );
     println!("cargo:rustc-env=CRM_PROBE_WASM={}", probe.display());
+}
+
+/// The component's target.
+const WASM_TARGET: &str = "wasm32-wasip2";
+
+/// Makes sure the toolchain can build for `wasm32-wasip2`. `rust-toolchain.toml` names the
+/// target, but rustup adds it only when it installs the toolchain, so a machine that already
+/// had the toolchain lacks it: add it through rustup, or stop with the exact command to run.
+fn ensure_wasm_target() {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let sysroot = Command::new(&rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .ok()
+        .filter(|out| out.status.success())
+        .map(|out| PathBuf::from(String::from_utf8_lossy(&out.stdout).trim()));
+    let installed = |sysroot: &Path| sysroot.join("lib/rustlib").join(WASM_TARGET).is_dir();
+    if sysroot.as_deref().is_some_and(installed) {
+        return;
+    }
+    let toolchain = std::env::var("RUSTUP_TOOLCHAIN").ok();
+    let mut rustup = Command::new("rustup");
+    rustup.args(["target", "add", WASM_TARGET]);
+    if let Some(toolchain) = &toolchain {
+        rustup.args(["--toolchain", toolchain]);
+    }
+    println!("cargo:warning=the {WASM_TARGET} target is missing: running `rustup target add {WASM_TARGET}`");
+    let added = rustup.status().is_ok_and(|status| status.success());
+    if !added || !sysroot.as_deref().is_none_or(installed) {
+        panic!(
+            "the {WASM_TARGET} target is not installed and could not be added; run \
+             `rustup target add {WASM_TARGET}{}` and build again",
+            toolchain.map(|t| format!(" --toolchain {t}")).unwrap_or_default()
+        );
+    }
 }
 
 /// Runs `cargo build --release --target wasm32-wasip2` for one package and returns the
