@@ -68,13 +68,20 @@ fn ensure_wasm_target() {
     if let Some(toolchain) = &toolchain {
         rustup.args(["--toolchain", toolchain]);
     }
-    println!("cargo:warning=the {WASM_TARGET} target is missing: running `rustup target add {WASM_TARGET}`");
+    println!(
+        "cargo:warning=the {WASM_TARGET} target is missing from {}: running `rustup target add {WASM_TARGET}`",
+        sysroot
+            .as_deref()
+            .map_or("the toolchain".into(), |s| s.display().to_string())
+    );
     let added = rustup.status().is_ok_and(|status| status.success());
     if !added || !sysroot.as_deref().is_none_or(installed) {
         panic!(
             "the {WASM_TARGET} target is not installed and could not be added; run \
              `rustup target add {WASM_TARGET}{}` and build again",
-            toolchain.map(|t| format!(" --toolchain {t}")).unwrap_or_default()
+            toolchain
+                .map(|t| format!(" --toolchain {t}"))
+                .unwrap_or_default()
         );
     }
 }
