@@ -438,19 +438,7 @@ async fn requests_reach_the_broker_in_hubspots_documented_shapes() {
 
 #[tokio::test]
 async fn the_sandbox_answers_all_sixteen_crma_tools() {
-    let host = host_with(Arc::new(SandboxCrm::new()), &[]);
-    let mut spec = SandboxCrm::tenant_spec("acme");
-    spec.mappings = MappingLocation::Memory;
-    host.add_tenant(spec, runtime().load(&wasm()).unwrap())
-        .unwrap();
-    let acme = |tool: &str, input: Value| CallRequest {
-        tenant_id: "acme".into(),
-        user_id: "demo-user".into(),
-        granted_scopes: ALL_SCOPES.iter().map(|s| s.to_string()).collect(),
-        instance_url: None,
-        tool: tool.into(),
-        input: input.to_string(),
-    };
+    let (host, acme) = acme_sandbox();
     let mut outputs = std::collections::HashMap::new();
     let steps = [
         (
@@ -1033,7 +1021,7 @@ async fn malformed_crma_input_is_invalid_input_with_nothing_sent() {
 }
 
 /// The sandbox tenant `acme` with every required scope, on a fresh sandbox.
-async fn acme_sandbox() -> (Host, impl Fn(&str, Value) -> CallRequest) {
+fn acme_sandbox() -> (Host, impl Fn(&str, Value) -> CallRequest) {
     let host = host_with(Arc::new(SandboxCrm::new()), &[]);
     let mut spec = SandboxCrm::tenant_spec("acme");
     spec.mappings = MappingLocation::Memory;
@@ -1060,7 +1048,7 @@ fn ok(out: Result<String, CallError>) -> Value {
 /// Search is eventually consistent: a contact created a moment ago is read by id at once.
 #[tokio::test]
 async fn a_record_created_a_moment_ago_is_read_by_id() {
-    let (host, acme) = acme_sandbox().await;
+    let (host, acme) = acme_sandbox();
     let created = ok(host
         .call(acme(
             "crma_create_record",
@@ -1083,7 +1071,7 @@ async fn a_record_created_a_moment_ago_is_read_by_id() {
 /// An archived record says so rather than "not found".
 #[tokio::test]
 async fn an_archived_record_says_it_is_archived() {
-    let (host, acme) = acme_sandbox().await;
+    let (host, acme) = acme_sandbox();
     let archived = ok(host
         .call(acme(
             "crma_get_record",
@@ -1096,7 +1084,7 @@ async fn an_archived_record_says_it_is_archived() {
 /// IN on an enumeration sends its internal value as given; on a string it lower-cases.
 #[tokio::test]
 async fn in_filters_match_enumerations_exactly_and_strings_in_lower_case() {
-    let (host, acme) = acme_sandbox().await;
+    let (host, acme) = acme_sandbox();
     let tasks = ok(host
         .call(acme(
             "crma_search_records",
@@ -1117,7 +1105,7 @@ async fn in_filters_match_enumerations_exactly_and_strings_in_lower_case() {
 #[tokio::test]
 async fn date_properties_are_written_as_dates() {
     use crm_host::bindings::ToolError as E;
-    let (host, acme) = acme_sandbox().await;
+    let (host, acme) = acme_sandbox();
     let dated = ok(host
         .call(acme(
             "crma_update_record",
@@ -1149,7 +1137,7 @@ async fn date_properties_are_written_as_dates() {
 #[tokio::test]
 async fn a_duplicate_contact_returns_the_existing_id() {
     use crm_host::bindings::ToolError as E;
-    let (host, acme) = acme_sandbox().await;
+    let (host, acme) = acme_sandbox();
     let err = host
         .call(acme(
             "crma_create_record",
@@ -1170,7 +1158,7 @@ async fn a_duplicate_contact_returns_the_existing_id() {
 /// Listings page with HubSpot's opaque tokens (base64, `=` escaped).
 #[tokio::test]
 async fn listings_page_with_opaque_tokens() {
-    let (host, acme) = acme_sandbox().await;
+    let (host, acme) = acme_sandbox();
     let first = ok(host
         .call(acme("crma_list_users", json!({"limit": 1})))
         .await);
@@ -1188,7 +1176,7 @@ async fn listings_page_with_opaque_tokens() {
 /// The archived owner keeps its user link (`userId` null, `userIdIncludingInactive` set).
 #[tokio::test]
 async fn an_archived_owner_keeps_its_user() {
-    let (host, acme) = acme_sandbox().await;
+    let (host, acme) = acme_sandbox();
     ok(host.call(acme("crma_sync_users", json!({}))).await);
     let db = host.mappings("acme").unwrap();
     let owner = db.get("owner", "81035703").unwrap().unwrap();

@@ -160,12 +160,20 @@ fn string_properties_in(
     if with_capitals.is_empty() {
         return Ok(BTreeSet::new());
     }
-    let kinds = properties::kinds(session, object_type, &with_capitals)?;
-    Ok(kinds
-        .into_iter()
-        .filter(|(_, kind)| *kind == properties::Kind::Text)
-        .map(|(name, _)| name)
-        .collect())
+    match properties::kinds(session, object_type, &with_capitals) {
+        Ok(kinds) => Ok(kinds
+            .into_iter()
+            .filter(|(_, kind)| *kind == properties::Kind::Text)
+            .map(|(name, _)| name)
+            .collect()),
+        // Allowed to search but not to read definitions (emails with only
+        // `sales-email-read`): HubSpot's rule for strings, the usual case, applies.
+        Err(ToolError::MissingScopes(_)) => Ok(with_capitals
+            .into_iter()
+            .map(|name| name.as_str().to_string())
+            .collect()),
+        Err(err) => Err(err),
+    }
 }
 
 fn run_search(session: &mut Session<'_>, search: &Search) -> Result<Value, ToolError> {

@@ -292,6 +292,26 @@ fn in_values_are_lower_cased_for_strings_only() {
     assert_eq!(filters[2]["values"], json!(["high"]));
 }
 
+/// Allowed to search emails (`sales-email-read`) but not to read their definitions: nothing is
+/// asked, and HubSpot's rule for string values applies.
+#[test]
+fn without_the_scope_for_definitions_in_values_follow_the_string_rule() {
+    let mut t = ScriptedTransport::new([response(200, r#"{"total":0,"results":[]}"#)]);
+    run::<SearchRecords>(
+        &mut t,
+        &["sales-email-read"],
+        json!({"object_type": "emails", "filter_groups": [{"filters": [
+            {"property": "hs_email_subject", "operator": "IN", "values": ["Renewal Quote"]}
+        ]}]}),
+    )
+    .unwrap();
+    assert_eq!(t.sent.len(), 1, "only the search was sent");
+    assert_eq!(
+        body(&t, 0)["filterGroups"][0]["filters"][0]["values"],
+        json!(["renewal quote"])
+    );
+}
+
 /// HubSpot: "Date properties will only store the date, and must be set to midnight UTC ... If
 /// you try to set a value that is not midnight UTC, you will receive an error" (FAQ, timestamp
 /// formats). An ISO midnight becomes `YYYY-MM-DD`; a time of day is refused with nothing sent.
