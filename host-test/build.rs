@@ -32,13 +32,26 @@ fn main() {
         })
         .unwrap_or_else(|| root.join("target").join("component"));
     ensure_wasm_target();
-    let plugin = build_component(&root, &target_dir, &["-p", "crm-plugin"], "crm_plugin");
+    // Tests and the debug CLI take the component without whole-program LTO (a fast edit-and-test
+    // loop); release builds and `cargo bench` take the shipping build.
+    let profile = match std::env::var("PROFILE").as_deref() {
+        Ok("debug") => "component-test",
+        _ => "release",
+    };
+    let plugin = build_component(
+        &root,
+        &target_dir,
+        &["-p", "crm-plugin"],
+        profile,
+        "crm_plugin",
+    );
     println!("cargo:rustc-env=CRM_PLUGIN_WASM={}", plugin.display());
     // The hostile probe guest the end-to-end tests load next to the real component.
     let probe = build_component(
         &root,
         &target_dir,
         &["--manifest-path", "host-test/guests/probe/Cargo.toml"],
+        "release",
         "probe_guest",
     );
     println!("cargo:rustc-env=CRM_PROBE_WASM={}", probe.display());
@@ -86,15 +99,22 @@ fn ensure_wasm_target() {
     }
 }
 
-/// Runs `cargo build --release --target wasm32-wasip2` for one package and returns the
+/// Runs `cargo build --profile {profile} --target wasm32-wasip2` for one package and returns the
 /// component's path.
-fn build_component(root: &Path, target_dir: &Path, package: &[&str], artifact: &str) -> PathBuf {
+fn build_component(
+    root: &Path,
+    target_dir: &Path,
+    package: &[&str],
+    profile: &str,
+    artifact: &str,
+) -> PathBuf {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let status = Command::new(cargo)
         .current_dir(root)
         .args([
             "build",
-            "--release",
+            "--profile",
+            profile,
             "--locked",
             "--target",
             "wasm32-wasip2",
@@ -118,7 +138,7 @@ fn build_component(root: &Path, target_dir: &Path, package: &[&str], artifact: &
              if the target is missing: `rustup target add wasm32-wasip2`"
         );
     }
-    let wasm = target_dir.join(format!("wasm32-wasip2/release/{artifact}.wasm"));
+    let wasm = target_dir.join(format!("wasm32-wasip2/{profile}/{artifact}.wasm"));
     assert!(
         wasm.exists(),
         "the component was not produced at {}",
