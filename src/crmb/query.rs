@@ -256,9 +256,9 @@ impl Pager<'_> {
         }
     }
 
-    fn map(&self, mut record: Value) -> Value {
-        map_record(&mut record, self.instance);
-        record
+    fn map(&self, mut record: Value) -> Result<Value, ToolError> {
+        map_record(&mut record, self.instance)?;
+        Ok(record)
     }
 
     /// Records inline, up to `max_records` and the byte budget; a cursor for the rest.
@@ -278,7 +278,7 @@ impl Pager<'_> {
             let next = self.next_of(&page)?;
             let count = page.records.len();
             for (i, record) in page.records.into_iter().enumerate() {
-                let record = self.map(record);
+                let record = self.map(record)?;
                 let size = serde_json::to_vec(&record).map_or(0, |b| b.len()) + 1;
                 let full = records.len() >= max_records as usize
                     || (bytes + size > budget && !records.is_empty());
@@ -428,7 +428,7 @@ impl Pager<'_> {
                     out.flush().map_err(|e| file_error(path, e))?;
                     return Ok((count, total, columns, preview, false));
                 }
-                let record = self.map(record);
+                let record = self.map(record)?;
                 if let Value::Object(fields) = &record {
                     for key in fields.keys() {
                         if !columns.iter().any(|c| c == key) {

@@ -130,7 +130,7 @@ impl Tool for GetRecord {
         let response = client::send(session, &Request::get(Crm::Salesforce, url), &subject)?;
         let record: serde_json::Map<String, Value> = parse_answer(&response, "the record")?;
         let mut record = Value::Object(record);
-        map_record(&mut record, instance.as_ref());
+        map_record(&mut record, instance.as_ref())?;
         let record_url =
             instance.map(|i| i.record_url(&input.object, &input.record_id).to_string());
         Ok(json!({"record": record, "record_url": record_url}))
