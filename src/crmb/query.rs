@@ -120,6 +120,11 @@ impl Cursor {
             locator,
             fingerprint,
         };
+        // Only the exact text `encode` wrote: `from_str_radix` and the offset parser also take
+        // a `+` sign, leading zeros or a short hash, which no returned cursor has.
+        if cursor.encode() != text.trim() {
+            return Err(malformed());
+        }
         if cursor.fingerprint != self::fingerprint(query.text()) {
             return Err(ToolError::invalid(
                 "this cursor belongs to a different query: send the same query text with it, or \
@@ -224,8 +229,8 @@ impl Pager<'_> {
     /// The first page (no locator) or the page at a locator.
     fn fetch(&self, session: &mut Session<'_>, at: Option<&Locator>) -> Result<Page, ToolError> {
         let url = match at {
-            Some(locator) => proxy::crm_b(self.config, &["query", &locator.segment()], &[]),
-            None => proxy::crm_b(self.config, &["query"], &[("q", self.query.text())]),
+            Some(locator) => proxy::crm_b(self.config, &["query", &locator.segment()], &[])?,
+            None => proxy::crm_b(self.config, &["query"], &[("q", self.query.text())])?,
         };
         if at.is_none() {
             check_uri_length(&url)?;
@@ -468,5 +473,7 @@ fn unique_suffix() -> String {
     format!("{nanos:x}")
 }
 
+#[cfg(test)]
+mod proptests;
 #[cfg(test)]
 mod tests;

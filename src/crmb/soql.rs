@@ -1746,3 +1746,6 @@ impl<'a> Parser<'a> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod proptests;
