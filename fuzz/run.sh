@@ -21,6 +21,10 @@ cleanup() {
     if [ "$failed" -eq 0 ]; then
         rm -rf "$work"
     fi
+    # cargo-fuzz creates fuzz/artifacts/<target>/ even when told to save crashes elsewhere.
+    if [ -d artifacts ]; then
+        find artifacts -depth -type d -empty -delete
+    fi
 }
 trap cleanup EXIT
 
