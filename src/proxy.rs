@@ -49,8 +49,10 @@ pub fn crm_b_versions(config: &Config) -> Url {
 /// The path prefix every CRM B URL of this tenant starts with (used to vet paging links).
 pub fn crm_b_root_path(config: &Config) -> String {
     crm_b(config, &[], &[])
-        .map(|url| url.path().trim_end_matches('/').to_string())
-        .unwrap_or_default()
+        .expect("an empty path has no segment to refuse")
+        .path()
+        .trim_end_matches('/')
+        .to_string()
 }
 
 /// The caller's path segments, refusing those `url` cannot keep as one segment: it drops `.`
