@@ -965,8 +965,8 @@ impl<'a> Parser<'a> {
     }
 
     /// Matches parentheses up front, so an unbalanced one is reported where it is rather than
-    /// wherever the grammar first notices.
-    /// Also bounds the nesting (see [`MAX_NESTING`]) before the recursive parse starts.
+    /// wherever the grammar first notices, and bounds their nesting (see [`MAX_NESTING`])
+    /// before the recursive parse starts.
     fn check_parentheses(&self) -> Result<(), SoqlError> {
         let mut open = Vec::new();
         for token in &self.tokens {
