@@ -235,8 +235,16 @@ fn cursors_are_checked_before_anything_is_sent() {
     .unwrap();
     let cursor = out["next_cursor"].as_str().unwrap().to_string();
     org.sent.clear();
+    // Found by the property tests: `u64` parsing takes a sign and leading zeros, which made
+    // these pass for the cursor they resemble.
+    let (head, hash) = cursor.rsplit_once('.').unwrap();
+    let signed = format!("{head}.+{hash}");
+    let (start, offset) = head.rsplit_once('.').unwrap();
+    let padded = format!("{start}.0{offset}.{hash}");
     for (query, cursor, word) in [
         ("SELECT Id FROM Account", cursor.as_str(), "different query"),
+        (QUERY, signed.as_str(), "not one this tool returned"),
+        (QUERY, padded.as_str(), "not one this tool returned"),
         (
             QUERY,
             "sfq1.01gRO0000016PIAYA2.10",
