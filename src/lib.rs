@@ -17,5 +17,8 @@ pub mod proxy;
 pub mod schema;
 pub mod tools;
 
+#[cfg(test)]
+mod proptests;
+
 #[cfg(target_arch = "wasm32")]
 mod component;

@@ -71,7 +71,7 @@ pub fn send(session: &mut Session<'_>, call: Call<'_>) -> Result<Value, ToolErro
     check(&session.ctx.granted_scopes, &call.operation)?;
     let config = session.config()?;
     let query: Vec<(&str, &str)> = call.query.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    let url = proxy::crm_a(config, &call.path, &query);
+    let url = proxy::crm_a(config, &call.path, &query)?;
     let request = match &call.body {
         Some(body) => Request::json(Crm::Hubspot, call.method, url, call.effect, body),
         None => Request {

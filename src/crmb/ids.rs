@@ -61,6 +61,15 @@ impl SalesforceId {
         &self.0
     }
 
+    /// The 18-character form, which survives case-insensitive systems (spreadsheets, some
+    /// databases): the 15-character id plus its checksum; an 18-character id is itself.
+    pub fn to_18(&self) -> SalesforceId {
+        match self.0.len() {
+            15 => SalesforceId(format!("{}{}", self.0, checksum(&self.0))),
+            _ => self.clone(),
+        }
+    }
+
     /// The three-character key prefix that names the object type (001 Account, 003 Contact...).
     pub fn key_prefix(&self) -> &str {
         &self.0[..3]

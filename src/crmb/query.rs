@@ -120,6 +120,11 @@ impl Cursor {
             locator,
             fingerprint,
         };
+        // Only the exact text `encode` wrote: `from_str_radix` and the offset parser also take
+        // a `+` sign, leading zeros or a short hash, which no returned cursor has.
+        if cursor.encode() != text.trim() {
+            return Err(malformed());
+        }
         if cursor.fingerprint != self::fingerprint(query.text()) {
             return Err(ToolError::invalid(
                 "this cursor belongs to a different query: send the same query text with it, or \
@@ -224,8 +229,8 @@ impl Pager<'_> {
     /// The first page (no locator) or the page at a locator.
     fn fetch(&self, session: &mut Session<'_>, at: Option<&Locator>) -> Result<Page, ToolError> {
         let url = match at {
-            Some(locator) => proxy::crm_b(self.config, &["query", &locator.segment()], &[]),
-            None => proxy::crm_b(self.config, &["query"], &[("q", self.query.text())]),
+            Some(locator) => proxy::crm_b(self.config, &["query", &locator.segment()], &[])?,
+            None => proxy::crm_b(self.config, &["query"], &[("q", self.query.text())])?,
         };
         if at.is_none() {
             check_uri_length(&url)?;
@@ -256,9 +261,9 @@ impl Pager<'_> {
         }
     }
 
-    fn map(&self, mut record: Value) -> Value {
-        map_record(&mut record, self.instance);
-        record
+    fn map(&self, mut record: Value) -> Result<Value, ToolError> {
+        map_record(&mut record, self.instance)?;
+        Ok(record)
     }
 
     /// Records inline, up to `max_records` and the byte budget; a cursor for the rest.
@@ -278,7 +283,7 @@ impl Pager<'_> {
             let next = self.next_of(&page)?;
             let count = page.records.len();
             for (i, record) in page.records.into_iter().enumerate() {
-                let record = self.map(record);
+                let record = self.map(record)?;
                 let size = serde_json::to_vec(&record).map_or(0, |b| b.len()) + 1;
                 let full = records.len() >= max_records as usize
                     || (bytes + size > budget && !records.is_empty());
@@ -428,7 +433,7 @@ impl Pager<'_> {
                     out.flush().map_err(|e| file_error(path, e))?;
                     return Ok((count, total, columns, preview, false));
                 }
-                let record = self.map(record);
+                let record = self.map(record)?;
                 if let Value::Object(fields) = &record {
                     for key in fields.keys() {
                         if !columns.iter().any(|c| c == key) {
@@ -468,5 +473,7 @@ fn unique_suffix() -> String {
     format!("{nanos:x}")
 }
 
+#[cfg(test)]
+mod proptests;
 #[cfg(test)]
 mod tests;

@@ -3,45 +3,86 @@
 
 use super::ids::{ApiName, SalesforceId};
 use super::record_url::InstanceUrl;
+use crate::error::{Crm, CrmProblem, ToolError};
 use serde_json::{Map, Value};
 
-/// Maps one record (and everything nested in it) in place.
-pub fn map_record(record: &mut Value, instance: Option<&InstanceUrl>) {
+/// Most records nested one inside another (parent lookups and child subquery rows alike) that
+/// are mapped. Salesforce nests at most 5 levels of relationships and 5 of child subqueries, so
+/// 32 is never reached by a real answer; the bound keeps the recursion from exhausting the
+/// wasm stack on a hostile or broken one.
+pub const MAX_RECORD_DEPTH: usize = 32;
+
+/// Maps one record (and everything nested in it) in place; an answer nested deeper than
+/// [`MAX_RECORD_DEPTH`] is refused as a `crm-error`.
+pub fn map_record(record: &mut Value, instance: Option<&InstanceUrl>) -> Result<(), ToolError> {
+    map_at(record, instance, 1)
+}
+
+fn map_at(
+    record: &mut Value,
+    instance: Option<&InstanceUrl>,
+    depth: usize,
+) -> Result<(), ToolError> {
     let Value::Object(fields) = record else {
-        return;
+        return Ok(());
     };
+    if depth > MAX_RECORD_DEPTH {
+        return Err(too_deep());
+    }
     let record_type = fields
         .remove("attributes")
         .and_then(|a| a.get("type").and_then(Value::as_str).map(str::to_string));
     for (name, value) in fields.iter_mut() {
-        map_nested(name, value, instance);
+        map_nested(name, value, instance, depth)?;
     }
     if let (Some(instance), Some(record_type)) = (instance, record_type)
         && let Some(url) = url_for(fields, &record_type, instance)
     {
         fields.insert("record_url".into(), Value::String(url));
     }
+    Ok(())
+}
+
+fn too_deep() -> ToolError {
+    CrmProblem::new(
+        Crm::Salesforce,
+        "RESPONSE_TOO_DEEP",
+        "Salesforce's answer nests records deeper than any real query can; it was not read. \
+         Run the query again, and report it if it persists.",
+    )
+    .with_message(format!(
+        "records are nested more than {MAX_RECORD_DEPTH} levels deep"
+    ))
+    .into()
 }
 
 /// A field value: a parent record (an object with attributes), a child query result
 /// (`{totalSize, done, records}`), or a plain value left as it is.
-fn map_nested(name: &str, value: &mut Value, instance: Option<&InstanceUrl>) {
+fn map_nested(
+    name: &str,
+    value: &mut Value,
+    instance: Option<&InstanceUrl>,
+    depth: usize,
+) -> Result<(), ToolError> {
     let Value::Object(inner) = value else {
-        return;
+        return Ok(());
     };
     if inner.contains_key("attributes") {
-        map_record(value, instance);
+        map_at(value, instance, depth + 1)?;
     } else if let Some(Value::Array(rows)) = inner.get_mut("records") {
         let child_type = rows
             .first()
             .and_then(|row| row["attributes"]["type"].as_str())
             .map(str::to_string);
-        rows.iter_mut().for_each(|row| map_record(row, instance));
+        for row in rows.iter_mut() {
+            map_at(row, instance, depth + 1)?;
+        }
         let returned = rows.len();
         if inner.get("done") == Some(&Value::Bool(false)) {
             mark_incomplete(name, inner, returned, child_type.as_deref());
         }
     }
+    Ok(())
 }
 
 /// A child subquery Salesforce cut short (`done: false`, the rest behind its own
@@ -98,7 +139,7 @@ mod tests {
                 {"attributes": {"type": "OpportunityContactRole", "url": "/y"}, "Id": "00K000000000001EAA", "Role": "Buyer"}
             ]},
         });
-        map_record(&mut record, Some(&instance));
+        map_record(&mut record, Some(&instance)).unwrap();
         assert_eq!(
             record["record_url"],
             "https://acme.lightning.force.com/lightning/r/Opportunity/006000000000001AAA/view"
@@ -119,7 +160,7 @@ mod tests {
         );
 
         let mut aggregate = json!({"attributes": {"type": "AggregateResult"}, "expr0": 42});
-        map_record(&mut aggregate, Some(&instance));
+        map_record(&mut aggregate, Some(&instance)).unwrap();
         assert_eq!(aggregate, json!({"expr0": 42}));
     }
 
@@ -138,7 +179,7 @@ mod tests {
             "Opportunities": {"totalSize": 1, "done": true,
                               "records": [{"attributes": {"type": "Opportunity", "url": "/o"}, "Id": "006000000000001AAA"}]}
         });
-        map_record(&mut record, None);
+        map_record(&mut record, None).unwrap();
         let contacts = &record["Contacts"];
         assert_eq!(contacts["incomplete"], true);
         assert!(contacts.get("nextRecordsUrl").is_none());
@@ -153,7 +194,75 @@ mod tests {
     #[test]
     fn without_an_instance_url_attributes_still_go() {
         let mut record = json!({"attributes": {"type": "Account"}, "Id": "001000000000001AAA"});
-        map_record(&mut record, None);
+        map_record(&mut record, None).unwrap();
         assert_eq!(record, json!({"Id": "001000000000001AAA"}));
+    }
+
+    /// A parent inside a parent, `depth` records deep.
+    fn nested(depth: usize) -> Value {
+        let mut record = json!({"attributes": {"type": "Account"}, "Id": "001000000000001AAA"});
+        for _ in 1..depth {
+            // Built by hand: `json!` would serialize `record` again, recursively, at each level.
+            let mut parent = Map::new();
+            parent.insert("attributes".into(), json!({"type": "Account"}));
+            parent.insert("Parent".into(), record);
+            record = Value::Object(parent);
+        }
+        record
+    }
+
+    /// Drops a value without recursing: a 2,000-deep `Value` would overflow the test thread's
+    /// stack in its own recursive `Drop`.
+    fn dismantle(value: Value) {
+        let mut stack = vec![value];
+        while let Some(mut value) = stack.pop() {
+            match &mut value {
+                Value::Object(map) => stack.extend(std::mem::take(map).into_iter().map(|(_, v)| v)),
+                Value::Array(items) => stack.append(items),
+                _ => {}
+            }
+        }
+    }
+
+    #[test]
+    fn a_two_thousand_deep_answer_is_a_typed_error_not_a_crash() {
+        let mut record = nested(2_000);
+        let err = map_record(&mut record, None).unwrap_err();
+        dismantle(record);
+        let ToolError::CrmError(problem) = err else {
+            panic!("{err:?}");
+        };
+        assert_eq!(problem.codes, ["RESPONSE_TOO_DEEP"]);
+        assert!(
+            problem.messages[0].contains("more than 32 levels"),
+            "{problem}"
+        );
+    }
+
+    #[test]
+    fn child_rows_count_towards_the_depth_too() {
+        let mut record = json!({"attributes": {"type": "Account"}});
+        for _ in 0..40 {
+            let mut children = Map::new();
+            children.insert("done".into(), Value::Bool(true));
+            children.insert("records".into(), Value::Array(vec![record]));
+            let mut parent = Map::new();
+            parent.insert("attributes".into(), json!({"type": "Account"}));
+            parent.insert("Children".into(), Value::Object(children));
+            record = Value::Object(parent);
+        }
+        assert!(map_record(&mut record, None).is_err());
+    }
+
+    #[test]
+    fn the_deepest_allowed_answer_is_mapped() {
+        let mut record = nested(MAX_RECORD_DEPTH);
+        map_record(&mut record, None).unwrap();
+        let mut innermost = &record;
+        while let Some(parent) = innermost.get("Parent") {
+            assert!(innermost.get("attributes").is_none());
+            innermost = parent;
+        }
+        assert_eq!(innermost, &json!({"Id": "001000000000001AAA"}));
     }
 }

@@ -20,6 +20,15 @@ pub const MAX_OFFSET: u64 = 2_000;
 /// five levels in all).
 const MAX_CHILD_DEPTH: usize = 4;
 
+/// Deepest parenthesis nesting accepted. The parser recurses once per level (conditions,
+/// function calls, subqueries), so an unbounded depth would exhaust the wasm stack and trap;
+/// 32 is far beyond any real query (Salesforce itself allows 5 levels of subqueries).
+pub const MAX_NESTING: usize = 32;
+
+/// Longest run of `NOT NOT ...` before one condition: each NOT is a level of the condition
+/// grammar, bounded like parentheses; real queries use one.
+pub const MAX_NOT_CHAIN: usize = 32;
+
 /// Functions whose use makes a query aggregate (its rows are groups, not records).
 const AGGREGATE_FUNCTIONS: &[&str] = &["COUNT", "COUNT_DISTINCT", "SUM", "AVG", "MIN", "MAX"];
 
@@ -956,11 +965,22 @@ impl<'a> Parser<'a> {
     }
 
     /// Matches parentheses up front, so an unbalanced one is reported where it is rather than
-    /// wherever the grammar first notices.
+    /// wherever the grammar first notices, and bounds their nesting (see [`MAX_NESTING`])
+    /// before the recursive parse starts.
     fn check_parentheses(&self) -> Result<(), SoqlError> {
         let mut open = Vec::new();
         for token in &self.tokens {
             match token.kind {
+                Kind::LParen if open.len() == MAX_NESTING => {
+                    return Err(self.error_at(
+                        *token,
+                        format!(
+                            "the query nests parentheses more than {MAX_NESTING} deep (conditions, \
+                             function calls and subqueries count alike): flatten the condition \
+                             or split the query"
+                        ),
+                    ));
+                }
                 Kind::LParen => open.push(*token),
                 Kind::RParen if open.pop().is_none() => {
                     return Err(self.error_at(
@@ -1462,8 +1482,19 @@ impl<'a> Parser<'a> {
     }
 
     fn parse_unary_condition(&mut self) -> Result<(), SoqlError> {
-        if self.eat_word("NOT") {
-            return self.parse_unary_condition();
+        let mut nots = 0;
+        while self.at_word("NOT") {
+            if nots == MAX_NOT_CHAIN {
+                return Err(self.error_at(
+                    self.peek(),
+                    format!(
+                        "the condition chains NOT more than {MAX_NOT_CHAIN} times: two NOTs \
+                         cancel out, so keep one or none"
+                    ),
+                ));
+            }
+            nots += 1;
+            self.advance();
         }
         if self.at(Kind::LParen) {
             let open = self.advance();
@@ -1715,3 +1746,6 @@ impl<'a> Parser<'a> {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod proptests;

@@ -125,12 +125,12 @@ impl Tool for GetRecord {
             config,
             &["sobjects", input.object.as_str(), input.record_id.as_str()],
             &query,
-        );
+        )?;
         let subject = format!("{} record {}", input.object, input.record_id);
         let response = client::send(session, &Request::get(Crm::Salesforce, url), &subject)?;
         let record: serde_json::Map<String, Value> = parse_answer(&response, "the record")?;
         let mut record = Value::Object(record);
-        map_record(&mut record, instance.as_ref());
+        map_record(&mut record, instance.as_ref())?;
         let record_url =
             instance.map(|i| i.record_url(&input.object, &input.record_id).to_string());
         Ok(json!({"record": record, "record_url": record_url}))
@@ -217,7 +217,7 @@ impl Tool for GetObjectFields {
             config,
             &["sobjects", input.object.as_str(), "describe"],
             &[],
-        );
+        )?;
         let subject = format!("object {}", input.object);
         let response = client::send(session, &Request::get(Crm::Salesforce, url), &subject)?;
         let raw: RawDescribe = parse_answer(&response, "the describe answer")?;
@@ -271,7 +271,7 @@ impl Tool for CreateRecord {
         let body = input.fields.to_body()?;
         let instance = InstanceUrl::if_known(session.ctx.instance_url.as_deref())?;
         let config = session.config()?;
-        let url = proxy::crm_b(config, &["sobjects", input.object.as_str()], &[]);
+        let url = proxy::crm_b(config, &["sobjects", input.object.as_str()], &[])?;
         let request = Request::json(Crm::Salesforce, Method::Post, url, Effect::Write, &body);
         let response = client::send(session, &request, &format!("object {}", input.object))?;
         let answer: CreateAnswer = parse_answer(&response, "the create answer").map_err(|_| {
@@ -331,7 +331,7 @@ impl Tool for UpdateRecord {
             config,
             &["sobjects", input.object.as_str(), input.record_id.as_str()],
             &[],
-        );
+        )?;
         let request = Request::json(Crm::Salesforce, Method::Patch, url, Effect::Write, &body);
         let subject = format!("{} record {}", input.object, input.record_id);
         client::send(session, &request, &subject)?;

@@ -235,8 +235,16 @@ fn cursors_are_checked_before_anything_is_sent() {
     .unwrap();
     let cursor = out["next_cursor"].as_str().unwrap().to_string();
     org.sent.clear();
+    // Found by the property tests: `u64` parsing takes a sign and leading zeros, which made
+    // these pass for the cursor they resemble.
+    let (head, hash) = cursor.rsplit_once('.').unwrap();
+    let signed = format!("{head}.+{hash}");
+    let (start, offset) = head.rsplit_once('.').unwrap();
+    let padded = format!("{start}.0{offset}.{hash}");
     for (query, cursor, word) in [
         ("SELECT Id FROM Account", cursor.as_str(), "different query"),
+        (QUERY, signed.as_str(), "not one this tool returned"),
+        (QUERY, padded.as_str(), "not one this tool returned"),
         (
             QUERY,
             "sfq1.01gRO0000016PIAYA2.10",
@@ -474,4 +482,108 @@ fn a_version_the_org_does_not_serve_is_named_with_the_one_to_use() {
     )
     .unwrap_err();
     assert!(matches!(err, ToolError::NotFound(_)), "{err:?}");
+}
+
+/// Queries nested past the parser's limits: each would recurse once per level, so thousands of
+/// levels would exhaust the wasm stack and trap. They are refused as invalid input instead,
+/// naming the limit, and nothing is sent.
+#[test]
+fn queries_nested_past_the_limits_are_refused_before_sending() {
+    let deep = |open: &str, inner: &str, close: &str, n: usize| {
+        format!("{}{inner}{}", open.repeat(n), close.repeat(n))
+    };
+    let cases = [
+        (
+            format!(
+                "SELECT Id FROM Account WHERE {}",
+                deep("(", "Name = 'x'", ")", 2_000)
+            ),
+            "parentheses more than 32 deep",
+        ),
+        (
+            format!("SELECT {} FROM Account", deep("FORMAT(", "Id", ")", 2_000)),
+            "parentheses more than 32 deep",
+        ),
+        (
+            format!(
+                "SELECT Id FROM Account WHERE {}",
+                deep("NOT ", "Name = 'x'", "", 2_000)
+            ),
+            "chains NOT more than 32 times",
+        ),
+        (
+            format!(
+                "SELECT {} FROM Account",
+                deep("(SELECT Id, ", "Id FROM Contacts", " FROM Contacts)", 2_000)
+            ),
+            "parentheses more than 32 deep",
+        ),
+        (
+            format!(
+                "SELECT Id FROM Account WHERE {}",
+                deep(
+                    "Id IN (SELECT AccountId FROM Contact WHERE ",
+                    "Name = 'x'",
+                    ")",
+                    2_000
+                )
+            ),
+            "parentheses more than 32 deep",
+        ),
+        (
+            format!(
+                "SELECT Id FROM Account WHERE {}",
+                deep("(NOT ", "Name = 'x'", ")", 33)
+            ),
+            "parentheses more than 32 deep",
+        ),
+        (
+            format!(
+                "SELECT Id, {} FROM Account",
+                deep("(SELECT Id, ", "Id FROM Contacts", " FROM Contacts)", 5)
+            ),
+            "nest at most 4 levels",
+        ),
+    ];
+    for (query, limit) in cases {
+        let mut t = ScriptedTransport::default();
+        let err = run_with(&mut t, &config(&[]), json!({ "query": query })).unwrap_err();
+        let ToolError::InvalidInput(message) = &err else {
+            panic!("{err:?}");
+        };
+        assert!(message.contains(limit), "{message}");
+        assert!(t.sent.is_empty());
+    }
+}
+
+#[test]
+fn nesting_up_to_the_limits_is_still_accepted() {
+    let parens = format!(
+        "SELECT Id FROM Account WHERE {}Name = 'x'{}",
+        "(".repeat(crate::crmb::soql::MAX_NESTING),
+        ")".repeat(crate::crmb::soql::MAX_NESTING)
+    );
+    let nots = format!(
+        "SELECT Id FROM Account WHERE {}Name = 'x'",
+        "NOT ".repeat(crate::crmb::soql::MAX_NOT_CHAIN)
+    );
+    for query in [parens, nots] {
+        assert!(crate::crmb::soql::validate(&query).is_ok(), "{query}");
+    }
+}
+
+/// An answer nested 2,000 records deep is a `crm-error`, not a trap: serde_json stops at 128
+/// levels, and `map_record` itself stops past `MAX_RECORD_DEPTH`.
+#[test]
+fn an_answer_nested_two_thousand_deep_is_a_typed_error() {
+    let n = 2_000;
+    let record = format!(
+        "{}null{}",
+        r#"{"attributes": {"type": "Account"}, "Parent": "#.repeat(n),
+        "}".repeat(n)
+    );
+    let body = format!(r#"{{"totalSize": 1, "done": true, "records": [{record}]}}"#);
+    let mut t = ScriptedTransport::new([response(200, &body)]);
+    let err = run_with(&mut t, &config(&[]), json!({ "query": QUERY })).unwrap_err();
+    assert!(matches!(err, ToolError::CrmError(_)), "{err:?}");
 }

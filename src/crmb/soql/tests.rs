@@ -37,7 +37,7 @@
 use super::*;
 
 /// Queries that must be accepted.
-const VALID: &[&str] = &[
+pub(super) const VALID: &[&str] = &[
     // SOQL SELECT Examples
     "SELECT Id, Name, BillingCity FROM Account",
     "SELECT Id FROM Contact WHERE Name LIKE 'A%' AND MailingCity = 'California'",
