@@ -2,6 +2,7 @@
 //! overflows the stack), and what it accepts lexes the same however it is spaced, so the tokens
 //! it judged are the tokens Salesforce gets.
 
+use super::lexer::Kind;
 use super::tests::VALID;
 use super::*;
 use proptest::prelude::*;

@@ -1,0 +1,501 @@
+//! The SOQL lexer: positions, token kinds and tokens, read in one pass.
+
+use super::words::*;
+use super::*;
+
+// ---------------------------------------------------------------------------------------------
+// Lexer
+// ---------------------------------------------------------------------------------------------
+
+/// A 1-based line and column, in characters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Pos {
+    pub(super) line: usize,
+    pub(super) column: usize,
+}
+
+impl Pos {
+    pub(super) const START: Pos = Pos { line: 1, column: 1 };
+
+    /// Moves past `c`; `\r\n`, `\n` and a lone `\r` each end a line.
+    pub(super) fn advance(&mut self, c: char, next: Option<char>) {
+        let ends_line = c == '\n' || (c == '\r' && next != Some('\n'));
+        if ends_line {
+            self.line += 1;
+            self.column = 1;
+        } else {
+            self.column += 1;
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Kind {
+    /// A name or keyword: `Account`, `ns__X__c`, `SELECT`, `TODAY`, `USD5000`.
+    Ident,
+    /// A single-quoted string, quotes included.
+    Str,
+    /// An integer or decimal, possibly negative.
+    Number,
+    /// `2024-01-31`
+    Date,
+    /// `2024-01-31T09:00:00Z`, `2024-01-31T09:00:00.000+05:30`
+    DateTime,
+    /// `LAST_N_DAYS:30` and the other `:n` date literals.
+    DateLiteralN,
+    /// A currency amount with decimals, `EUR100.50` (whole amounts lex as `Ident`).
+    Currency,
+    LParen,
+    RParen,
+    Comma,
+    Dot,
+    /// Lexed only to refuse it with a useful message (`SELECT *`, `COUNT(*)`).
+    Star,
+    /// `=`, `!=`, `<>`, `<`, `<=`, `>`, `>=`
+    Op,
+    Eof,
+    /// Where lexing stopped; the parser reports the lexer's error when it gets here.
+    Invalid,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Token<'a> {
+    pub(super) kind: Kind,
+    pub(super) text: &'a str,
+    pub(super) pos: Pos,
+}
+
+impl Token<'_> {
+    /// Whether this is the keyword `word` (keywords are case-insensitive).
+    pub(super) fn is_word(&self, word: &str) -> bool {
+        self.kind == Kind::Ident && self.text.eq_ignore_ascii_case(word)
+    }
+
+    pub(super) fn is_any_word(&self, words: &[&str]) -> bool {
+        words.iter().any(|word| self.is_word(word))
+    }
+
+    /// How the token is named in an error message.
+    pub(super) fn describe(&self) -> String {
+        const SHOWN: usize = 40;
+        let shown: String = self.text.chars().take(SHOWN).collect();
+        let ellipsis = if self.text.chars().count() > SHOWN {
+            "..."
+        } else {
+            ""
+        };
+        match self.kind {
+            Kind::Eof => "the end of the query".to_owned(),
+            Kind::Str => format!("the string {shown}{ellipsis}"),
+            _ => format!("'{shown}{ellipsis}'"),
+        }
+    }
+}
+
+pub(super) struct Lexer<'a> {
+    pub(super) src: &'a str,
+    pub(super) chars: Vec<(usize, char)>,
+    pub(super) index: usize,
+    pub(super) pos: Pos,
+}
+
+impl<'a> Lexer<'a> {
+    pub(super) fn new(src: &'a str) -> Self {
+        Lexer {
+            src,
+            chars: src.char_indices().collect(),
+            index: 0,
+            pos: Pos::START,
+        }
+    }
+
+    /// Splits the text into tokens, ending with `Eof`, or with `Invalid` plus the error if a
+    /// character or literal is malformed (the parser decides which error to show first).
+    pub(super) fn tokenize(mut self) -> (Vec<Token<'a>>, Option<SoqlError>) {
+        let mut tokens = Vec::new();
+        loop {
+            self.skip_whitespace();
+            let (start, start_byte) = (self.pos, self.byte_offset());
+            if self.peek(0).is_none() {
+                tokens.push(Token {
+                    kind: Kind::Eof,
+                    text: "",
+                    pos: start,
+                });
+                return (tokens, None);
+            }
+            match self.lex_token() {
+                Ok(kind) => {
+                    let text = &self.src[start_byte..self.byte_offset()];
+                    tokens.push(Token {
+                        kind,
+                        text,
+                        pos: start,
+                    });
+                }
+                Err(error) => {
+                    tokens.push(Token {
+                        kind: Kind::Invalid,
+                        text: "",
+                        pos: start,
+                    });
+                    return (tokens, Some(error));
+                }
+            }
+        }
+    }
+
+    pub(super) fn peek(&self, ahead: usize) -> Option<char> {
+        self.chars.get(self.index + ahead).map(|&(_, c)| c)
+    }
+
+    pub(super) fn peek_is(&self, ahead: usize, test: impl Fn(char) -> bool) -> bool {
+        self.peek(ahead).is_some_and(test)
+    }
+
+    pub(super) fn bump(&mut self) {
+        if let Some(c) = self.peek(0) {
+            let next = self.peek(1);
+            self.pos.advance(c, next);
+            self.index += 1;
+        }
+    }
+
+    pub(super) fn eat(&mut self, expected: char) -> bool {
+        let found = self.peek(0) == Some(expected);
+        if found {
+            self.bump();
+        }
+        found
+    }
+
+    pub(super) fn byte_offset(&self) -> usize {
+        self.chars
+            .get(self.index)
+            .map_or(self.src.len(), |&(offset, _)| offset)
+    }
+
+    /// Only plain ASCII whitespace separates tokens; anything fancier is reported, because
+    /// Salesforce would choke on it too.
+    pub(super) fn skip_whitespace(&mut self) {
+        while self.peek_is(0, |c| matches!(c, ' ' | '\t' | '\n' | '\r' | '\x0C')) {
+            self.bump();
+        }
+    }
+
+    pub(super) fn skip_while(&mut self, test: impl Fn(char) -> bool) -> usize {
+        let mut count = 0;
+        while self.peek_is(0, &test) {
+            self.bump();
+            count += 1;
+        }
+        count
+    }
+
+    pub(super) fn lex_token(&mut self) -> Result<Kind, SoqlError> {
+        let start = self.pos;
+        let c = self.peek(0).unwrap_or(' ');
+        let single = match c {
+            '(' => Some(Kind::LParen),
+            ')' => Some(Kind::RParen),
+            ',' => Some(Kind::Comma),
+            '.' => Some(Kind::Dot),
+            '*' => Some(Kind::Star),
+            _ => None,
+        };
+        if let Some(kind) = single {
+            self.bump();
+            return Ok(kind);
+        }
+        match c {
+            c if c.is_ascii_alphabetic() || c == '_' => self.lex_word(),
+            c if c.is_ascii_digit() => self.lex_number_or_date(),
+            '-' if self.peek_is(1, |c| c.is_ascii_digit()) => self.lex_number_or_date(),
+            '\'' => self.lex_string(),
+            '=' | '!' | '<' | '>' => self.lex_operator(),
+            _ => Err(SoqlError::at(start, self.unexpected_char_reason(c))),
+        }
+    }
+
+    /// Names, keywords, date literals (`LAST_N_DAYS:30`) and currency amounts (`EUR100.50`).
+    pub(super) fn lex_word(&mut self) -> Result<Kind, SoqlError> {
+        let start_byte = self.byte_offset();
+        self.skip_while(is_word_char);
+        let word = &self.src[start_byte..self.byte_offset()];
+        if self.peek(0) == Some(':') {
+            return self.lex_date_literal_n(word);
+        }
+        if is_currency_amount(word)
+            && self.peek(0) == Some('.')
+            && self.peek_is(1, |c| c.is_ascii_digit())
+        {
+            self.bump();
+            self.skip_while(|c| c.is_ascii_digit());
+            return Ok(Kind::Currency);
+        }
+        Ok(Kind::Ident)
+    }
+
+    /// The `:n` after an N date literal; any other colon would be an Apex bind variable.
+    pub(super) fn lex_date_literal_n(&mut self, word: &str) -> Result<Kind, SoqlError> {
+        let colon = self.pos;
+        if !is_n_date_literal(word) {
+            return Err(SoqlError::at(colon, self.unexpected_char_reason(':')));
+        }
+        self.bump();
+        let digits_at = self.pos;
+        if self.skip_while(|c| c.is_ascii_digit()) == 0 {
+            return Err(SoqlError::at(
+                digits_at,
+                format!("{word}: needs a whole number right after the colon, e.g. {word}:30"),
+            ));
+        }
+        if self.peek_is(0, is_word_char) {
+            return Err(SoqlError::at(
+                digits_at,
+                format!("{word}: takes a whole number of units, e.g. {word}:30"),
+            ));
+        }
+        Ok(Kind::DateLiteralN)
+    }
+
+    /// Numbers (`42`, `-7`, `3.14`), dates and datetimes, all unquoted in SOQL.
+    pub(super) fn lex_number_or_date(&mut self) -> Result<Kind, SoqlError> {
+        let start = self.pos;
+        let negative = self.eat('-');
+        let digits = self.skip_while(|c| c.is_ascii_digit());
+        let kind = if !negative && digits == 4 && self.peek(0) == Some('-') {
+            self.lex_date_after_year(start)?
+        } else {
+            if self.peek(0) == Some('.') && self.peek_is(1, |c| c.is_ascii_digit()) {
+                self.bump();
+                self.skip_while(|c| c.is_ascii_digit());
+            }
+            Kind::Number
+        };
+        if self.peek_is(0, is_word_char) {
+            let reason = match kind {
+                Kind::Number => {
+                    "malformed number: write numbers like 42, 3.14 or -7, and \
+                                 currency amounts with the ISO code first, like USD5000"
+                }
+                _ => MALFORMED_DATE,
+            };
+            return Err(SoqlError::at(start, reason));
+        }
+        Ok(kind)
+    }
+
+    /// The rest of `YYYY-MM-DD[Thh:mm:ss[.fff](Z|+hh:mm|-hh:mm)]`, ranges checked.
+    pub(super) fn lex_date_after_year(&mut self, start: Pos) -> Result<Kind, SoqlError> {
+        let malformed = || SoqlError::at(start, MALFORMED_DATE);
+        let month = self.dash_then_digits(2).ok_or_else(malformed)?;
+        let day = self.dash_then_digits(2).ok_or_else(malformed)?;
+        if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
+            return Err(malformed());
+        }
+        if !(self.peek(0) == Some('T') && self.peek_is(1, |c| c.is_ascii_digit())) {
+            return Ok(Kind::Date);
+        }
+        self.bump();
+        let hour = self.digits(2).ok_or_else(malformed)?;
+        let minute = self.colon_then_digits(2).ok_or_else(malformed)?;
+        let second = self.colon_then_digits(2).ok_or_else(malformed)?;
+        if hour > 23 || minute > 59 || second > 59 {
+            return Err(malformed());
+        }
+        if self.eat('.') && self.skip_while(|c| c.is_ascii_digit()) == 0 {
+            return Err(malformed());
+        }
+        self.lex_time_zone(start)?;
+        Ok(Kind::DateTime)
+    }
+
+    /// `Z`, or an offset `+hh:mm` / `-hh:mm`, which Salesforce requires on every datetime.
+    pub(super) fn lex_time_zone(&mut self, start: Pos) -> Result<(), SoqlError> {
+        if self.eat('Z') {
+            return Ok(());
+        }
+        if !(self.eat('+') || self.eat('-')) {
+            return Err(SoqlError::at(
+                start,
+                "a datetime needs a time zone: end it with Z for UTC or an offset like +05:30, \
+                 e.g. 2024-01-31T09:00:00Z",
+            ));
+        }
+        let hours = self.digits(2);
+        let minutes = self.colon_then_digits(2);
+        match (hours, minutes) {
+            (Some(h), Some(m)) if h <= 23 && m <= 59 => Ok(()),
+            _ => Err(SoqlError::at(start, MALFORMED_DATE)),
+        }
+    }
+
+    /// Exactly `count` digits, as a number.
+    pub(super) fn digits(&mut self, count: usize) -> Option<u32> {
+        let mut value = 0;
+        for _ in 0..count {
+            let digit = self.peek(0)?.to_digit(10)?;
+            self.bump();
+            value = value * 10 + digit;
+        }
+        Some(value)
+    }
+
+    pub(super) fn dash_then_digits(&mut self, count: usize) -> Option<u32> {
+        if self.eat('-') {
+            self.digits(count)
+        } else {
+            None
+        }
+    }
+
+    pub(super) fn colon_then_digits(&mut self, count: usize) -> Option<u32> {
+        if self.eat(':') {
+            self.digits(count)
+        } else {
+            None
+        }
+    }
+
+    /// A single-quoted string; only the escapes Salesforce documents are allowed, since any
+    /// other backslash is an error there too.
+    pub(super) fn lex_string(&mut self) -> Result<Kind, SoqlError> {
+        let start = self.pos;
+        self.bump();
+        loop {
+            let escape_at = self.pos;
+            match self.peek(0) {
+                None => {
+                    return Err(SoqlError::at(
+                        start,
+                        "unterminated string: close it with a single quote ('), and write a \
+                         quote inside a string as \\'",
+                    ));
+                }
+                Some('\'') => {
+                    self.bump();
+                    return Ok(Kind::Str);
+                }
+                Some('\\') => {
+                    self.bump();
+                    self.lex_escape(escape_at)?;
+                }
+                Some(_) => self.bump(),
+            }
+        }
+    }
+
+    /// The character(s) after a backslash inside a string.
+    pub(super) fn lex_escape(&mut self, escape_at: Pos) -> Result<(), SoqlError> {
+        match self.peek(0) {
+            Some('n' | 'N' | 'r' | 'R' | 't' | 'T' | 'b' | 'B' | 'f' | 'F' | '"' | '\'' | '\\')
+            | Some('_' | '%') => {
+                self.bump();
+                Ok(())
+            }
+            Some('u') => {
+                self.bump();
+                for _ in 0..4 {
+                    if !self.peek_is(0, |c| c.is_ascii_hexdigit()) {
+                        return Err(SoqlError::at(
+                            escape_at,
+                            "invalid \\u escape: write exactly four hex digits, e.g. \\u00e9 \
+                             for é",
+                        ));
+                    }
+                    self.bump();
+                }
+                Ok(())
+            }
+            // End of text: the string is unterminated, which the caller reports.
+            None => Ok(()),
+            Some(other) => Err(SoqlError::at(
+                escape_at,
+                format!(
+                    "invalid escape sequence \\{other} in a string: the valid escapes are \\' \
+                     \\\" \\\\ \\n \\r \\t \\b \\f \\uXXXX, plus \\% and \\_ in LIKE patterns; \
+                     write a literal backslash as \\\\"
+                ),
+            )),
+        }
+    }
+
+    pub(super) fn lex_operator(&mut self) -> Result<Kind, SoqlError> {
+        let start = self.pos;
+        let first = self.peek(0).unwrap_or(' ');
+        self.bump();
+        match first {
+            '=' if self.peek(0) == Some('=') => Err(SoqlError::at(
+                start,
+                "'==' is not SOQL: compare with a single '='",
+            )),
+            '!' if !self.eat('=') => Err(SoqlError::at(
+                start,
+                "'!' alone is not SOQL: write != for not-equal, or NOT before a condition",
+            )),
+            '<' => {
+                let _ = self.eat('=') || self.eat('>');
+                Ok(Kind::Op)
+            }
+            '>' => {
+                self.eat('=');
+                Ok(Kind::Op)
+            }
+            _ => Ok(Kind::Op),
+        }
+    }
+
+    /// Explains a character SOQL has no use for, naming the likely intent where there is one.
+    pub(super) fn unexpected_char_reason(&self, c: char) -> String {
+        let next = self.peek(1);
+        let reason = match c {
+            ';' => {
+                "';' is not allowed: send exactly one SELECT statement, with no semicolon \
+                    after it"
+            }
+            '"' => "SOQL strings use single quotes: write 'text' instead of \"text\"",
+            '`' => {
+                "backticks are not SOQL: write field and object names bare, e.g. SELECT Name \
+                    FROM Account"
+            }
+            '{' | '}' => {
+                "braces are not SOQL: FIND {...} is a SOSL search, which this tool does \
+                          not run; write a SELECT ... FROM ... query instead"
+            }
+            '[' | ']' => {
+                "square brackets are Apex syntax: send the bare query, e.g. SELECT Id \
+                          FROM Account"
+            }
+            ':' => {
+                "bind variables (:name) only work inside Apex: write the value itself, e.g. \
+                    'Acme' or 2024-01-31 (a colon is only allowed in date literals such as \
+                    LAST_N_DAYS:30)"
+            }
+            '-' if next == Some('-') => "comments (--) are not allowed in SOQL: remove them",
+            '-' => "'-' is only allowed as the sign of a number, e.g. -5: SOQL has no arithmetic",
+            '/' if matches!(next, Some('*' | '/')) => {
+                "comments (/* */ or //) are not allowed in SOQL: remove them"
+            }
+            '&' | '|' => "'&' and '|' are not SOQL: combine conditions with AND and OR",
+            '?' => "'?' placeholders are not supported: write the value itself",
+            '\\' => "a backslash is only allowed inside a quoted string, e.g. 'Bob\\'s BBQ'",
+            c if c.is_whitespace() => {
+                return format!(
+                    "unexpected whitespace character U+{:04X}: separate words with plain \
+                     spaces, tabs or line breaks",
+                    u32::from(c)
+                );
+            }
+            c => {
+                return format!(
+                    "unexpected character '{}' (U+{:04X}): outside quoted strings SOQL uses only \
+                     names, numbers, dates, commas, dots, parentheses and comparison operators",
+                    c.escape_debug(),
+                    u32::from(c)
+                );
+            }
+        };
+        reason.to_owned()
+    }
+}

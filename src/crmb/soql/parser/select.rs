@@ -1,0 +1,278 @@
+//! The SELECT list: fields, child subqueries, TYPEOF, aliases, paths and function calls.
+
+use super::super::lexer::{Kind, Token};
+use super::super::words::*;
+use super::super::*;
+use super::{Parser, QueryKind, SelectItem};
+
+impl<'a> Parser<'a> {
+    // --- SELECT list -------------------------------------------------------------------------
+
+    /// The comma-separated SELECT list: whether it uses an aggregate function, and the
+    /// `FIELDS(ALL)` / `FIELDS(CUSTOM)` item, if any.
+    pub(super) fn parse_select_list(
+        &mut self,
+        kind: QueryKind,
+    ) -> Result<(bool, Option<Token<'a>>), SoqlError> {
+        let first = self.peek();
+        if first.is_word("FROM") || first.kind == Kind::Eof {
+            return Err(self.error_at(
+                first,
+                "the SELECT list is empty: name at least one field, e.g. SELECT Id, Name FROM \
+                 Account",
+            ));
+        }
+        let mut aggregate = false;
+        let mut unbounded = None;
+        let mut count = 0;
+        loop {
+            let item_start = self.peek();
+            let item = self.parse_select_item(kind)?;
+            count += 1;
+            if kind == QueryKind::SemiJoin && (!item.plain_field || count > 1) {
+                return Err(self.error_at(item_start, SEMI_JOIN_ONE_FIELD));
+            }
+            aggregate |= item.aggregate;
+            if item.unbounded_fields {
+                unbounded.get_or_insert(item_start);
+            }
+            let comma = self.peek();
+            if !self.eat(Kind::Comma) {
+                return Ok((aggregate, unbounded));
+            }
+            if self.at_word("FROM") {
+                return Err(self.error_at(
+                    comma,
+                    "remove this ',' before FROM: the SELECT list has no trailing comma",
+                ));
+            }
+        }
+    }
+
+    pub(super) fn parse_select_item(&mut self, kind: QueryKind) -> Result<SelectItem, SoqlError> {
+        let token = self.peek();
+        let next = self.peek_at(1);
+        match token.kind {
+            Kind::Star => Err(self.error_at(
+                token,
+                "SELECT * is not SOQL: list the fields you need (e.g. SELECT Id, Name FROM \
+                 Account), or use FIELDS(STANDARD)",
+            )),
+            Kind::LParen if kind == QueryKind::SemiJoin => {
+                Err(self.error_at(token, SEMI_JOIN_ONE_FIELD))
+            }
+            Kind::LParen => {
+                self.parse_child_subquery()?;
+                Ok(SelectItem {
+                    aggregate: false,
+                    plain_field: false,
+                    unbounded_fields: false,
+                })
+            }
+            Kind::Ident if token.is_word("TYPEOF") && next.kind == Kind::Ident => {
+                self.parse_typeof()?;
+                Ok(SelectItem {
+                    aggregate: false,
+                    plain_field: false,
+                    unbounded_fields: false,
+                })
+            }
+            Kind::Ident if token.is_word("DISTINCT") && next.kind == Kind::Ident => {
+                Err(self.unexpected(token, "a field"))
+            }
+            Kind::Ident if next.kind == Kind::LParen => {
+                let unbounded_fields = token.is_word("FIELDS")
+                    && (self.peek_at(2).is_word("ALL") || self.peek_at(2).is_word("CUSTOM"));
+                let aggregate = self.parse_function_call()?;
+                self.parse_optional_alias()?;
+                Ok(SelectItem {
+                    aggregate,
+                    plain_field: false,
+                    unbounded_fields,
+                })
+            }
+            Kind::Ident => {
+                self.parse_path("a field name")?;
+                self.parse_optional_alias()?;
+                Ok(SelectItem {
+                    aggregate: false,
+                    plain_field: true,
+                    unbounded_fields: false,
+                })
+            }
+            _ => Err(self.unexpected(
+                token,
+                "a field name, a function such as COUNT(Id), or a (SELECT ...) subquery",
+            )),
+        }
+    }
+
+    /// `(SELECT ... FROM Relationship ...)` in a SELECT list.
+    pub(super) fn parse_child_subquery(&mut self) -> Result<(), SoqlError> {
+        let open = self.advance();
+        if !self.at_word("SELECT") {
+            return Err(self.unexpected(
+                self.peek(),
+                "SELECT: a '(' in the SELECT list starts a child subquery, e.g. (SELECT LastName \
+                 FROM Contacts)",
+            ));
+        }
+        if self.child_depth == MAX_CHILD_DEPTH {
+            return Err(self.error_at(
+                open,
+                "parent-to-child subqueries nest at most 4 levels below the outer query (5 \
+                 levels in all): drop the deepest level and query it separately",
+            ));
+        }
+        // Reserve the slot now so relationships are listed in the order they are written.
+        let slot = self.subquery_relationships.len();
+        self.child_depth += 1;
+        let child = self.parse_query(QueryKind::Child)?;
+        self.child_depth -= 1;
+        self.subquery_relationships.insert(slot, child.object);
+        self.expect_close(open)
+    }
+
+    /// `TYPEOF What WHEN Account THEN Phone, Name ... [ELSE Name] END`.
+    pub(super) fn parse_typeof(&mut self) -> Result<(), SoqlError> {
+        self.advance();
+        self.parse_path("the polymorphic field after TYPEOF, e.g. TYPEOF What")?;
+        if !self.at_word("WHEN") {
+            return Err(self.unexpected(
+                self.peek(),
+                "WHEN after the TYPEOF field, e.g. TYPEOF What WHEN Account THEN Phone END",
+            ));
+        }
+        while self.eat_word("WHEN") {
+            self.parse_path("an object type after WHEN, e.g. WHEN Account")?;
+            self.expect_word("THEN", "THEN after the WHEN object type")?;
+            self.parse_typeof_fields()?;
+        }
+        if self.eat_word("ELSE") {
+            self.parse_typeof_fields()?;
+        }
+        if self.eat_word("END") {
+            return Ok(());
+        }
+        Err(self.error_at(
+            self.peek(),
+            "TYPEOF must be closed with END, e.g. TYPEOF What WHEN Account THEN Phone ELSE Name \
+             END",
+        ))
+    }
+
+    pub(super) fn parse_typeof_fields(&mut self) -> Result<(), SoqlError> {
+        loop {
+            if self.peek().kind == Kind::Ident && self.peek_at(1).kind == Kind::LParen {
+                self.parse_function_call()?;
+            } else {
+                self.parse_path("a field name")?;
+            }
+            if !self.eat(Kind::Comma) {
+                return Ok(());
+            }
+        }
+    }
+
+    /// An alias after a field or function (`COUNT(Id) total`); reserved words and clause
+    /// keywords are not aliases, they end the item.
+    pub(super) fn parse_optional_alias(&mut self) -> Result<(), SoqlError> {
+        let token = self.peek();
+        if token.kind != Kind::Ident || token.is_any_word(RESERVED_WORDS) || self.is_clause_start(0)
+        {
+            return Ok(());
+        }
+        if let Some(hint) = sql_habit_hint(&token) {
+            return Err(self.error_at(token, hint));
+        }
+        self.advance();
+        Ok(())
+    }
+
+    // --- names and functions -----------------------------------------------------------------
+
+    /// A dotted name (`Account.Owner.Name`, `ns__X__c`), returned as written minus whitespace.
+    pub(super) fn parse_path(&mut self, expected: &str) -> Result<String, SoqlError> {
+        let first = self.peek();
+        if first.kind != Kind::Ident {
+            return Err(self.unexpected(first, expected));
+        }
+        self.advance();
+        let mut path = first.text.to_owned();
+        while self.eat(Kind::Dot) {
+            let segment = self.peek();
+            if segment.kind != Kind::Ident {
+                return Err(self.unexpected(segment, "a field or relationship name after '.'"));
+            }
+            self.advance();
+            path.push('.');
+            path.push_str(segment.text);
+        }
+        Ok(path)
+    }
+
+    /// `NAME(args)`; any name is accepted (Salesforce knows its functions). Returns whether an
+    /// aggregate function is used, here or nested in the arguments.
+    pub(super) fn parse_function_call(&mut self) -> Result<bool, SoqlError> {
+        let name = self.advance();
+        let open = self.advance();
+        let mut aggregate = is_aggregate_function(name.text);
+        if self.eat(Kind::RParen) {
+            return Ok(aggregate);
+        }
+        if self.at_word("SELECT") {
+            return Err(self.error_at(
+                name,
+                "a '(' after a name is read as a function call: put a ',' before a (SELECT ...) \
+                 subquery",
+            ));
+        }
+        loop {
+            aggregate |= self.parse_function_argument(name)?;
+            if !self.eat(Kind::Comma) {
+                break;
+            }
+        }
+        self.expect_close(open)?;
+        Ok(aggregate)
+    }
+
+    pub(super) fn parse_function_argument(
+        &mut self,
+        function: Token<'_>,
+    ) -> Result<bool, SoqlError> {
+        let token = self.peek();
+        match token.kind {
+            Kind::Star if function.is_word("COUNT") => Err(self.error_at(
+                token,
+                "COUNT(*) is not SOQL: use COUNT() to count rows, or COUNT(Id)",
+            )),
+            Kind::Ident if self.peek_at(1).kind == Kind::LParen => self.parse_function_call(),
+            Kind::Ident => self.parse_path("a field name").map(|_| false),
+            Kind::Str
+            | Kind::Number
+            | Kind::Date
+            | Kind::DateTime
+            | Kind::DateLiteralN
+            | Kind::Currency => {
+                self.advance();
+                Ok(false)
+            }
+            _ => Err(self.unexpected(token, "a field, value or function inside the parentheses")),
+        }
+    }
+
+    /// A field or function used as a grouping or sort key, or on the left of a condition.
+    pub(super) fn parse_operand(&mut self, expected: &str) -> Result<(), SoqlError> {
+        let token = self.peek();
+        if token.kind != Kind::Ident || self.is_clause_start(0) {
+            return Err(self.unexpected(token, expected));
+        }
+        if self.peek_at(1).kind == Kind::LParen {
+            self.parse_function_call()?;
+        } else {
+            self.parse_path(expected)?;
+        }
+        Ok(())
+    }
+}
