@@ -7,8 +7,18 @@
 
 use crate::config::Limits;
 use crate::error::{Crm, CrmProblem, ToolError};
-use crate::http::{Effect, Request, Response, Transport, TransportError};
+use crate::http::{Effect, Request, Response, RetryHint, Transport, TransportError};
 use std::time::Duration;
+
+/// Reads a CRM's answer for when to try again; each CRM's client passes its own.
+pub type HintReader = fn(&Response) -> Option<RetryHint>;
+
+/// The final response and what it said about retrying, read once, for the error mapper.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answer {
+    pub response: Response,
+    pub hint: Option<RetryHint>,
+}
 
 /// Sends `request`, retrying reads as the limits allow. Returns the final response whatever
 /// its status (the CRM-specific mapper turns error statuses into tool errors); only transport
@@ -17,7 +27,8 @@ pub fn execute(
     transport: &mut dyn Transport,
     limits: &Limits,
     request: &Request,
-) -> Result<Response, ToolError> {
+    read_hint: HintReader,
+) -> Result<Answer, ToolError> {
     let attempts = match request.effect {
         Effect::Read => limits.read_attempts.max(1),
         Effect::Write => 1,
@@ -32,13 +43,16 @@ pub fn execute(
                         &format!("the CRM answered {}", response.status),
                     ));
                 }
+                let hint = (!response.is_success())
+                    .then(|| read_hint(&response))
+                    .flatten();
                 if last || !is_transient(response.status) {
-                    return Ok(response);
+                    return Ok(Answer { response, hint });
                 }
-                match wait_before_retry(&response, attempt, limits) {
+                match wait_before_retry(hint, attempt, limits) {
                     Some(wait) => transport.sleep(wait),
                     // The CRM asks for a longer pause than we may wait: report it now.
-                    None => return Ok(response),
+                    None => return Ok(Answer { response, hint }),
                 }
             }
             Err(err) => {
@@ -81,50 +95,13 @@ fn backoff(attempt: u32, limits: &Limits) -> Duration {
 
 /// How long to wait before the next attempt, or `None` when the CRM asks for a longer pause
 /// than we may wait (a `Retry-After` over the cap, or a spent daily allowance).
-fn wait_before_retry(response: &Response, attempt: u32, limits: &Limits) -> Option<Duration> {
-    let wait = match (retry_after(response), rate_limit_window(response)) {
-        (Some(wait), _) => wait,
-        (None, Some(RateWindow::Daily)) => return None,
-        (None, Some(RateWindow::Interval(wait))) => wait,
-        (None, None) => backoff(attempt, limits),
+fn wait_before_retry(hint: Option<RetryHint>, attempt: u32, limits: &Limits) -> Option<Duration> {
+    let wait = match hint {
+        Some(RetryHint::After(wait)) => wait,
+        Some(RetryHint::NotSoon) => return None,
+        None => backoff(attempt, limits),
     };
     (wait <= limits.max_retry_wait).then_some(wait)
-}
-
-/// What HubSpot's `X-HubSpot-RateLimit-*` headers say about the next allowed request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RateWindow {
-    /// The rolling window (`-Remaining: 0`) frees up within `-Interval-Milliseconds`.
-    Interval(Duration),
-    /// The daily allowance is spent (`-Daily-Remaining: 0`): no retry helps today.
-    Daily,
-}
-
-/// Reads HubSpot's rate-limit headers; `None` when they do not say the limit is reached.
-pub fn rate_limit_window(response: &Response) -> Option<RateWindow> {
-    let number = |name: &str| {
-        response
-            .header(name)
-            .and_then(|v| v.trim().parse::<u64>().ok())
-    };
-    if number("x-hubspot-ratelimit-daily-remaining") == Some(0) {
-        return Some(RateWindow::Daily);
-    }
-    if number("x-hubspot-ratelimit-remaining") == Some(0)
-        || number("x-hubspot-ratelimit-secondly-remaining") == Some(0)
-    {
-        let interval = number("x-hubspot-ratelimit-interval-milliseconds").unwrap_or(1000);
-        return Some(RateWindow::Interval(Duration::from_millis(interval)));
-    }
-    None
-}
-
-/// `Retry-After` in seconds (the HTTP-date form is not used by either CRM).
-pub fn retry_after(response: &Response) -> Option<Duration> {
-    response
-        .header("retry-after")
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map(Duration::from_secs)
 }
 
 fn write_unknown(request: &Request, what: &str) -> ToolError {
@@ -226,8 +203,8 @@ pub(crate) mod tests {
             Err(TransportError::Timeout(Duration::from_secs(1))),
             response(200, "{}"),
         ]);
-        let got = execute(&mut t, &Limits::default(), &read()).unwrap();
-        assert_eq!(got.status, 200);
+        let got = execute(&mut t, &Limits::default(), &read(), plain).unwrap();
+        assert_eq!(got.response.status, 200);
         assert_eq!(t.sent.len(), 3);
         assert_eq!(
             t.slept,
@@ -235,58 +212,24 @@ pub(crate) mod tests {
         );
     }
 
-    fn with_headers(status: u16, headers: &[(&str, &str)]) -> Result<Response, TransportError> {
-        let mut r = response(status, "{}")?;
-        r.headers
-            .extend(headers.iter().map(|(k, v)| (k.to_string(), v.to_string())));
-        Ok(r)
-    }
-
-    #[test]
-    fn hubspot_rate_limit_headers_set_the_wait() {
-        let spent = [
-            ("x-hubspot-ratelimit-max", "190"),
-            ("x-hubspot-ratelimit-remaining", "0"),
-            ("x-hubspot-ratelimit-interval-milliseconds", "2000"),
-        ];
-        let mut t = ScriptedTransport::new([with_headers(429, &spent), response(200, "{}")]);
-        let limits = Limits {
-            max_retry_wait: Duration::from_secs(5),
-            ..Limits::default()
-        };
-        assert_eq!(execute(&mut t, &limits, &read()).unwrap().status, 200);
-        assert_eq!(t.slept, vec![Duration::from_millis(2000)]);
-
-        // A spent daily allowance is reported at once: waiting seconds would not help.
-        let daily = [("x-hubspot-ratelimit-daily-remaining", "0")];
-        let mut t = ScriptedTransport::new([with_headers(429, &daily)]);
-        assert_eq!(execute(&mut t, &limits, &read()).unwrap().status, 429);
-        assert_eq!(t.sent.len(), 1);
-        assert!(t.slept.is_empty());
-
-        // A window longer than we may wait is reported, not slept through.
-        let long = [
-            ("x-hubspot-ratelimit-remaining", "0"),
-            ("x-hubspot-ratelimit-interval-milliseconds", "60000"),
-        ];
-        let mut t = ScriptedTransport::new([with_headers(429, &long)]);
-        assert_eq!(execute(&mut t, &limits, &read()).unwrap().status, 429);
-        assert!(t.slept.is_empty());
+    /// The reader a CRM with only `Retry-After` passes.
+    fn plain(response: &Response) -> Option<RetryHint> {
+        response.retry_after().map(RetryHint::After)
     }
 
     #[test]
     fn reads_give_up_after_the_configured_attempts() {
         let mut t =
             ScriptedTransport::new([response(502, ""), response(502, ""), response(502, "")]);
-        let got = execute(&mut t, &Limits::default(), &read()).unwrap();
+        let got = execute(&mut t, &Limits::default(), &read(), plain).unwrap();
         assert_eq!(
-            got.status, 502,
+            got.response.status, 502,
             "the last answer is handed to the CRM mapper"
         );
         let mut t = ScriptedTransport::new(
             (0..3).map(|_| Err(TransportError::Interrupted("reset".into()))),
         );
-        let err = execute(&mut t, &Limits::default(), &read()).unwrap_err();
+        let err = execute(&mut t, &Limits::default(), &read(), plain).unwrap_err();
         assert!(
             matches!(&err, ToolError::Unavailable(m) if m.contains("3 attempts")),
             "{err:?}"
@@ -301,14 +244,14 @@ pub(crate) mod tests {
             body: vec![],
         };
         let mut t = ScriptedTransport::new([Ok(limited.clone()), response(200, "{}")]);
-        execute(&mut t, &Limits::default(), &read()).unwrap();
+        execute(&mut t, &Limits::default(), &read(), plain).unwrap();
         assert_eq!(t.slept, vec![Duration::from_secs(2)]);
 
         limited.headers[0].1 = "3600".into();
         let mut t = ScriptedTransport::new([Ok(limited)]);
-        let got = execute(&mut t, &Limits::default(), &read()).unwrap();
+        let got = execute(&mut t, &Limits::default(), &read(), plain).unwrap();
         assert_eq!(
-            (got.status, t.sent.len()),
+            (got.response.status, t.sent.len()),
             (429, 1),
             "no hour-long wait inside a call"
         );
@@ -323,7 +266,7 @@ pub(crate) mod tests {
             response(500, ""),
         ] {
             let mut t = ScriptedTransport::new([outcome]);
-            let err = execute(&mut t, &Limits::default(), &write()).unwrap_err();
+            let err = execute(&mut t, &Limits::default(), &write(), plain).unwrap_err();
             assert!(matches!(err, ToolError::OutcomeUnknown(_)), "{err:?}");
             assert_eq!(t.sent.len(), 1);
             assert!(t.slept.is_empty());
@@ -334,7 +277,7 @@ pub(crate) mod tests {
     fn a_write_that_never_left_is_reported_as_safe_to_redo() {
         let mut t =
             ScriptedTransport::new([Err(TransportError::NotSent("connection refused".into()))]);
-        let err = execute(&mut t, &Limits::default(), &write()).unwrap_err();
+        let err = execute(&mut t, &Limits::default(), &write(), plain).unwrap_err();
         assert!(
             matches!(&err, ToolError::Unavailable(m) if m.contains("nothing was written")),
             "{err:?}"
@@ -344,7 +287,7 @@ pub(crate) mod tests {
     #[test]
     fn oversize_responses_are_not_retried() {
         let mut t = ScriptedTransport::new([Err(TransportError::ResponseTooLarge { limit: 1024 })]);
-        let err = execute(&mut t, &Limits::default(), &read()).unwrap_err();
+        let err = execute(&mut t, &Limits::default(), &read(), plain).unwrap_err();
         assert!(
             matches!(&err, ToolError::CrmError(m) if m.to_string().contains("RESPONSE_TOO_LARGE"))
         );

@@ -103,6 +103,23 @@ impl Response {
     pub fn is_success(&self) -> bool {
         (200..300).contains(&self.status)
     }
+
+    /// `Retry-After` in seconds (the HTTP-date form is not used by either CRM).
+    pub fn retry_after(&self) -> Option<Duration> {
+        self.header("retry-after")
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs)
+    }
+}
+
+/// When a CRM says the next attempt may come, as its client reads it from the CRM's own
+/// headers; the retry layer acts on it without knowing which CRM spoke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RetryHint {
+    /// Try again after this long.
+    After(Duration),
+    /// No retry helps soon (a spent daily allowance).
+    NotSoon,
 }
 
 /// Why a request got no response. Each case says whether the request may have reached the CRM,

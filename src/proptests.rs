@@ -524,8 +524,8 @@ proptest! {
         status in prop::sample::select(vec![200u16, 400, 401, 403, 404, 409, 414, 429, 500, 503]),
     ) {
         let answer = response(status, &value);
-        let salesforce = crmb::errors::map_error(&answer, "Account 001000000000001AAA");
-        let hubspot = crma::errors::map_error(&answer, &["oauth".to_owned()], "contact 51");
+        let salesforce = crmb::errors::map_error(&answer, crmb::client::retry_hint(&answer), "Account 001000000000001AAA");
+        let hubspot = crma::errors::map_error(&answer, crma::rate_limits::hint(&answer), &["oauth".to_owned()], "contact 51");
         prop_assert!(!salesforce.to_string().is_empty());
         prop_assert!(!hubspot.to_string().is_empty());
     }

@@ -1,11 +1,11 @@
 //! The tool registry behind the generic `tools` interface: names, descriptions, input
 //! schemas, and dispatch from a name and JSON input to a typed tool.
 
-use crate::client;
+use crate::client::{self, Answer, HintReader};
 use crate::config::{Config, ConfigError};
 use crate::context::CallContext;
 use crate::error::ToolError;
-use crate::http::{Request, Response, Transport};
+use crate::http::{Request, Transport};
 use crate::mapping::{CreatedRecord, MappingStore};
 use crate::schema::input_schema;
 use schemars::JsonSchema;
@@ -85,10 +85,11 @@ impl<'a> Session<'a> {
         })
     }
 
-    /// Sends a request with the retry rules of [`client::execute`].
-    pub fn send(&mut self, request: &Request) -> Result<Response, ToolError> {
+    /// Sends a request with the retry rules of [`client::execute`]; `read_hint` is the CRM's
+    /// own reader of when to try again.
+    pub fn send(&mut self, request: &Request, read_hint: HintReader) -> Result<Answer, ToolError> {
         let limits = self.config()?.limits;
-        client::execute(self.transport, &limits, request)
+        client::execute(self.transport, &limits, request, read_hint)
     }
 }
 

@@ -29,8 +29,5 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(url.fragment(), None);
     let segments: Vec<&str> = url.path_segments().unwrap().collect();
     let lightning = ["lightning", "r", object.as_str(), id.as_str(), "view"];
-    assert!(
-        segments == lightning || segments == [id.as_str()],
-        "{url}"
-    );
+    assert!(segments == lightning || segments == [id.as_str()], "{url}");
 });

@@ -20,8 +20,11 @@ fuzz_target!(|data: &[u8]| {
             headers: vec![("content-type".into(), "application/json".into())],
             body: data.to_vec(),
         };
-        let _ = crmb::errors::map_error(&response, "Account 001000000000001AAA");
-        let _ = crma::errors::map_error(&response, &["crm.objects.contacts.read".into()], "contact 1");
+        let salesforce_hint = crmb::client::retry_hint(&response);
+        let _ = crmb::errors::map_error(&response, salesforce_hint, "Account 001000000000001AAA");
+        let hubspot_hint = crma::rate_limits::hint(&response);
+        let granted = ["crm.objects.contacts.read".to_string()];
+        let _ = crma::errors::map_error(&response, hubspot_hint, &granted, "contact 1");
     }
     if let Ok(value) = serde_json::from_slice::<Value>(data) {
         let instance = InstanceUrl::parse("https://acme.my.salesforce.com").expect("valid");

@@ -1,7 +1,9 @@
 //! One HubSpot call: scopes checked first, then sent, then errors mapped and JSON parsed.
 
 use super::errors::map_error;
+use super::rate_limits;
 use super::scopes::{Operation, check};
+use crate::client::Answer;
 use crate::error::{Crm, CrmProblem, ToolError};
 use crate::http::{Effect, Method, Request};
 use crate::proxy;
@@ -82,10 +84,11 @@ pub fn send(session: &mut Session<'_>, call: Call<'_>) -> Result<Value, ToolErro
             body: None,
         },
     };
-    let response = session.send(&request)?;
+    let Answer { response, hint } = session.send(&request, rate_limits::hint)?;
     if !response.is_success() {
         return Err(map_error(
             &response,
+            hint,
             &session.ctx.granted_scopes,
             &call.subject,
         ));

@@ -4,9 +4,8 @@
 //! Body: `{status, message, correlationId, category, subCategory?, errors?:[{message, code?,
 //! in?, context?}], context?}`.
 
-use crate::client::{RateWindow, rate_limit_window, retry_after};
 use crate::error::{Crm, CrmProblem, ToolError};
-use crate::http::Response;
+use crate::http::{Response, RetryHint};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -32,7 +31,12 @@ pub struct HubSpotError {
 
 /// Maps a non-success response; `granted` are the scopes the tenant granted, `subject` names
 /// what the call was about.
-pub fn map_error(response: &Response, granted: &[String], subject: &str) -> ToolError {
+pub fn map_error(
+    response: &Response,
+    hint: Option<RetryHint>,
+    granted: &[String],
+    subject: &str,
+) -> ToolError {
     let body: HubSpotError = serde_json::from_slice(&response.body).unwrap_or_default();
     let correlation = body
         .correlation_id
@@ -92,9 +96,7 @@ pub fn map_error(response: &Response, granted: &[String], subject: &str) -> Tool
         (404, _) | (_, "OBJECT_NOT_FOUND") => ToolError::NotFound(format!(
             "HubSpot has no {subject}. Check the id, or find the record with crma_search_records.{said}{correlation}"
         )),
-        (429, _) | (_, "RATE_LIMITS") => {
-            ToolError::RateLimited(rate_limit_seconds(response, &body))
-        }
+        (429, _) | (_, "RATE_LIMITS") => ToolError::RateLimited(rate_limit_seconds(hint, &body)),
         (500..=599, _) => ToolError::Unavailable(format!(
             "HubSpot or the connection broker failed with {} after retries; try again in a moment.{correlation}",
             response.status
@@ -214,17 +216,14 @@ fn property_names(body: &HubSpotError) -> Vec<String> {
     names
 }
 
-/// Seconds to wait: `Retry-After`, else the rate-limit headers' window, else the policy's.
-fn rate_limit_seconds(response: &Response, body: &HubSpotError) -> Option<u32> {
-    let whole_seconds = |wait: std::time::Duration| {
-        u32::try_from(wait.as_millis().div_ceil(1000)).unwrap_or(u32::MAX)
-    };
-    if let Some(wait) = retry_after(response) {
-        return Some(whole_seconds(wait));
-    }
-    match rate_limit_window(response) {
-        Some(RateWindow::Interval(wait)) => return Some(whole_seconds(wait)),
-        Some(RateWindow::Daily) => return None,
+/// Seconds to wait: the retry hint the answer gave (`Retry-After` or the rate-limit headers),
+/// else the policy's window.
+fn rate_limit_seconds(hint: Option<RetryHint>, body: &HubSpotError) -> Option<u32> {
+    match hint {
+        Some(RetryHint::After(wait)) => {
+            return Some(u32::try_from(wait.as_millis().div_ceil(1000)).unwrap_or(u32::MAX));
+        }
+        Some(RetryHint::NotSoon) => return None,
         None => {}
     }
     match body.policy_name.as_deref() {
@@ -238,6 +237,16 @@ fn rate_limit_seconds(response: &Response, body: &HubSpotError) -> Option<u32> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The mapper as the client calls it, with the hint read from the answer.
+    fn map_error(response: &Response, granted: &[String], subject: &str) -> ToolError {
+        super::map_error(
+            response,
+            super::super::rate_limits::hint(response),
+            granted,
+            subject,
+        )
+    }
 
     fn answer(status: u16, body: Value) -> Response {
         Response {

@@ -6,6 +6,7 @@ pub mod client;
 pub mod errors;
 pub mod metadata;
 pub mod properties;
+pub mod rate_limits;
 pub mod scopes;
 pub mod search;
 pub mod sync;

@@ -3,9 +3,10 @@
 //! does not serve also answers "not found" and would otherwise read as "no such record".
 
 use super::errors::map_error;
+use crate::client::Answer;
 use crate::config::ApiVersion;
 use crate::error::{Crm, CrmProblem, ToolError};
-use crate::http::{Request, Response};
+use crate::http::{Request, Response, RetryHint};
 use crate::proxy;
 use crate::tools::Session;
 use serde::Deserialize;
@@ -24,7 +25,7 @@ pub fn send(
     request: &Request,
     subject: &str,
 ) -> Result<Response, ToolError> {
-    let response = session.send(request)?;
+    let Answer { response, hint } = session.send(request, retry_hint)?;
     if response.is_success() {
         return Ok(response);
     }
@@ -34,19 +35,20 @@ pub fn send(
     {
         return Err(problem.into());
     }
-    Err(map_error(&response, subject))
+    Err(map_error(&response, hint, subject))
+}
+
+/// Salesforce says when to try again only with `Retry-After`.
+pub fn retry_hint(response: &Response) -> Option<RetryHint> {
+    response.retry_after().map(RetryHint::After)
 }
 
 /// Asks the org once which versions it serves; a problem when the configured one is not
 /// among them, `None` when it is or the list cannot be had.
 fn unserved_version(session: &mut Session<'_>) -> Option<CrmProblem> {
     let config = session.config().ok()?;
-    let response = session
-        .send(&Request::get(
-            Crm::Salesforce,
-            proxy::crm_b_versions(config),
-        ))
-        .ok()?;
+    let versions = Request::get(Crm::Salesforce, proxy::crm_b_versions(config));
+    let response = session.send(&versions, retry_hint).ok()?.response;
     if !response.is_success() {
         return None;
     }

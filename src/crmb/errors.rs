@@ -4,9 +4,8 @@
 //! get their own case and advice; the rest keep the raw codes, messages and fields as JSON in
 //! `crm-error`, with a hint.
 
-use crate::client::retry_after;
 use crate::error::{Crm, CrmProblem, ToolError};
-use crate::http::Response;
+use crate::http::{Response, RetryHint};
 use serde::Deserialize;
 
 /// One entry of a Salesforce error body.
@@ -45,7 +44,7 @@ pub fn parse_answer<T: serde::de::DeserializeOwned>(
 
 /// Maps a non-success response. `subject` names what the call was about (e.g. "Account
 /// 001...") for not-found messages.
-pub fn map_error(response: &Response, subject: &str) -> ToolError {
+pub fn map_error(response: &Response, retry: Option<RetryHint>, subject: &str) -> ToolError {
     let errors = parse_errors(&response.body);
     let first = errors.first().cloned().unwrap_or_default();
     let said = if first.message.is_empty() {
@@ -108,9 +107,10 @@ pub fn map_error(response: &Response, subject: &str) -> ToolError {
             "Salesforce has no {subject}, or it was deleted. Check the object name and id, or \
              find the record with crmb_run_soql_query.{said}"
         )),
-        (429, _) => ToolError::RateLimited(
-            retry_after(response).map(|d| d.as_secs().min(u32::MAX as u64) as u32),
-        ),
+        (429, _) => ToolError::RateLimited(match retry {
+            Some(RetryHint::After(wait)) => Some(u32::try_from(wait.as_secs()).unwrap_or(u32::MAX)),
+            _ => None,
+        }),
         (500..=599, _) => ToolError::Unavailable(format!(
             "Salesforce or the connection broker failed with {} after retries; try again in a \
              moment.{said}",
@@ -223,6 +223,15 @@ fn problem(status: u16, errors: &[SalesforceError], hint: String) -> CrmProblem 
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The mapper as the client calls it, with the hint read from the answer.
+    fn map_error(response: &Response, subject: &str) -> ToolError {
+        super::map_error(
+            response,
+            super::super::client::retry_hint(response),
+            subject,
+        )
+    }
 
     fn answer(status: u16, code: &str, message: &str, fields: &[&str]) -> Response {
         Response {

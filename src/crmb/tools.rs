@@ -282,7 +282,11 @@ impl Tool for CreateRecord {
             ))
         })?;
         if !answer.success {
-            return Err(map_error(&response, &format!("object {}", input.object)));
+            return Err(map_error(
+                &response,
+                None,
+                &format!("object {}", input.object),
+            ));
         }
         let record_url = instance.map(|i| i.record_url(&input.object, &answer.id).to_string());
         let mut out = json!({"id": answer.id.as_str(), "object": input.object.as_str(), "record_url": record_url});
