@@ -7,7 +7,8 @@ use crate::context::CallContext;
 use crate::error::ToolError;
 use crate::http::{Method, Request, Response, Transport, TransportError};
 use crate::mapping::{CreatedRecord, Mapping, MappingKind, MappingStore, StoreError};
-use crate::tools::{self, Session};
+use crate::registry;
+use crate::tool::Session;
 use std::time::Duration;
 
 wit_bindgen::generate!({
@@ -30,7 +31,7 @@ struct Plugin;
 
 impl wit::Guest for Plugin {
     fn list_tools() -> Vec<wit::ToolSpec> {
-        tools::list_tools()
+        registry::list_tools()
             .into_iter()
             .map(|spec| wit::ToolSpec {
                 name: spec.name.into(),
@@ -68,7 +69,7 @@ impl wit::Guest for Plugin {
         let mut store = HostMappingStore;
         let mut session =
             Session::new(&ctx, config.as_ref(), &mut transport).with_store(&mut store);
-        tools::call_tool(&name, &input, &mut session).map_err(to_wit)
+        registry::call_tool(&name, &input, &mut session).map_err(to_wit)
     }
 }
 

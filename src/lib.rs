@@ -14,8 +14,9 @@ pub mod error;
 pub mod http;
 pub mod mapping;
 pub mod proxy;
+pub mod registry;
 pub mod schema;
-pub mod tools;
+pub mod tool;
 
 #[cfg(test)]
 mod proptests;

@@ -9,7 +9,7 @@ use super::tools::{PropertyValues, create};
 use super::types::{ObjectType, RecordId};
 use crate::error::ToolError;
 use crate::schema::string_schema;
-use crate::tools::{Session, Tool};
+use crate::tool::{Session, Tool};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::Deserialize;
 use serde_json::{Value, json};

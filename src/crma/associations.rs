@@ -10,7 +10,7 @@ use super::tools::{after, next_cursor};
 use super::types::{ObjectType, RecordId, id_text};
 use crate::error::{Crm, CrmProblem, ToolError};
 use crate::http::{Effect, Method};
-use crate::tools::{Session, Tool};
+use crate::tool::{Session, Tool};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};

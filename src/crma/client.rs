@@ -7,7 +7,7 @@ use crate::client::Answer;
 use crate::error::{Crm, CrmProblem, ToolError};
 use crate::http::{Effect, Method, Request};
 use crate::proxy;
-use crate::tools::Session;
+use crate::tool::Session;
 use serde_json::Value;
 
 /// A HubSpot request as data: what it does (for the scope check), how, where and with what.

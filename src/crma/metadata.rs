@@ -6,16 +6,11 @@ use super::scopes::Operation;
 use super::types::{ObjectType, RecordId};
 use crate::error::{Crm, CrmProblem, ToolError};
 use crate::schema::string_schema;
-use crate::tools::{Session, Tool};
+use crate::tool::{NoInput, Session, Tool};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::borrow::Cow;
-
-/// No input.
-#[derive(Debug, Default, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct NoInput {}
 
 /// `crma_list_roles`.
 pub struct ListRoles;

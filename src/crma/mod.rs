@@ -12,3 +12,25 @@ pub mod search;
 pub mod sync;
 pub mod tools;
 pub mod types;
+
+use crate::tool::{Entry, entry};
+
+/// The CRM A tools, in `list-tools` order.
+pub const TOOLS: &[Entry] = &[
+    entry::<tools::SearchRecords>(),
+    entry::<tools::GetRecord>(),
+    entry::<tools::CreateRecord>(),
+    entry::<tools::UpdateRecord>(),
+    entry::<tools::MergeCompanies>(),
+    entry::<associations::GetAssociations>(),
+    entry::<associations::CreateAssociation>(),
+    entry::<activity::LogActivity>(),
+    entry::<tools::ListOwners>(),
+    entry::<tools::ListUsers>(),
+    entry::<metadata::ListRoles>(),
+    entry::<metadata::GetPipelineStages>(),
+    entry::<metadata::GetProperties>(),
+    entry::<metadata::GetAccountDetails>(),
+    entry::<sync::SyncUsers>(),
+    entry::<metadata::GenerateRecordUrl>(),
+];

@@ -15,7 +15,7 @@ use super::client::{self, Call};
 use super::scopes::Operation;
 use super::types::{ObjectType, PropertyName};
 use crate::error::{Crm, CrmProblem, ToolError};
-use crate::tools::Session;
+use crate::tool::Session;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};

@@ -9,13 +9,13 @@
 //! all-or-nothing write.
 
 use super::client::{self, Call, results};
-use super::metadata::NoInput;
+
 use super::scopes::{Operation, check};
 use super::tools::next_cursor;
 use super::types::id_text;
 use crate::error::{Crm, CrmProblem, ToolError};
 use crate::mapping::{Mapping, MappingKind};
-use crate::tools::{Session, Tool};
+use crate::tool::{NoInput, Session, Tool};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, HashMap};
 

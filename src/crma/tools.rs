@@ -10,7 +10,7 @@ use super::types::{ObjectType, PropertyName, RecordId};
 use crate::error::{Crm, CrmProblem, ToolError};
 use crate::http::{Effect, Method};
 use crate::mapping::CreatedRecord;
-use crate::tools::{Session, Tool};
+use crate::tool::{Session, Tool};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};

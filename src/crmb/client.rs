@@ -8,7 +8,7 @@ use crate::config::ApiVersion;
 use crate::error::{Crm, CrmProblem, ToolError};
 use crate::http::{Request, Response, RetryHint};
 use crate::proxy;
-use crate::tools::Session;
+use crate::tool::Session;
 use serde::Deserialize;
 
 /// One entry of `GET /services/data/`: `[{label, url, version}]`

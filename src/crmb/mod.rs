@@ -10,3 +10,15 @@ pub mod record_url;
 pub mod records;
 pub mod soql;
 pub mod tools;
+
+use crate::tool::{Entry, entry};
+
+/// The CRM B tools, in `list-tools` order.
+pub const TOOLS: &[Entry] = &[
+    entry::<tools::RunSoqlQuery>(),
+    entry::<tools::GetObjectFields>(),
+    entry::<tools::GetRecord>(),
+    entry::<tools::CreateRecord>(),
+    entry::<tools::UpdateRecord>(),
+    entry::<tools::GenerateRecordUrl>(),
+];

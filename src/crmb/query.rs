@@ -10,7 +10,7 @@ use crate::config::{ApiVersion, Config};
 use crate::error::{Crm, CrmProblem, ToolError};
 use crate::http::Request;
 use crate::proxy;
-use crate::tools::Session;
+use crate::tool::Session;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use std::io::Write;

@@ -12,7 +12,7 @@ use crate::error::{Crm, CrmProblem, ToolError};
 use crate::http::{Effect, Method, Request};
 use crate::mapping::CreatedRecord;
 use crate::proxy;
-use crate::tools::{Session, Tool};
+use crate::tool::{Session, Tool};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};

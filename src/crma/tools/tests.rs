@@ -10,7 +10,7 @@ use crate::crma::metadata::{
 };
 use crate::http::Method;
 use crate::mapping::MemoryStore;
-use crate::tools::Session;
+use crate::tool::Session;
 
 fn ctx(scopes: &[&str]) -> CallContext {
     CallContext {

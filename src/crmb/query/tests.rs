@@ -3,7 +3,7 @@ use crate::client::tests::{ScriptedTransport, response};
 use crate::config::keys;
 use crate::context::CallContext;
 use crate::http::{Response, Transport, TransportError};
-use crate::tools::call_tool;
+use crate::registry::call_tool;
 use std::time::Duration;
 
 const LOCATOR: &str = "01gRO0000016PIAYA2";

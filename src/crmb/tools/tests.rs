@@ -4,7 +4,7 @@ use crate::config::{Config, keys};
 use crate::context::CallContext;
 use crate::crmb::client::SERVED_VERSIONS;
 use crate::http::Method;
-use crate::tools::call_tool;
+use crate::registry::call_tool;
 
 fn ctx() -> CallContext {
     CallContext {

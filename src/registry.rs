@@ -1,0 +1,101 @@
+//! The tool registry behind the generic `tools` interface: every CRM module's tools, listed
+//! with their specs, and dispatch from a name and JSON input to the typed tool.
+
+use crate::error::ToolError;
+use crate::tool::{Entry, Session};
+use crate::{crma, crmb};
+
+/// What `list-tools` returns for one tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolSpec {
+    pub name: &'static str,
+    pub description: &'static str,
+    pub input_schema: String,
+    pub read_only: bool,
+}
+
+/// Every tool this build offers, in `list-tools` order: only ones that work end to end.
+fn registry() -> impl Iterator<Item = &'static Entry> {
+    crmb::TOOLS.iter().chain(crma::TOOLS)
+}
+
+/// The specs of every tool, for `list-tools`.
+pub fn list_tools() -> Vec<ToolSpec> {
+    registry()
+        .map(|e| ToolSpec {
+            name: e.name,
+            description: e.description,
+            input_schema: (e.schema)(),
+            read_only: e.read_only,
+        })
+        .collect()
+}
+
+/// Runs one tool by name on JSON input and returns its JSON output.
+pub fn call_tool(name: &str, input: &str, session: &mut Session<'_>) -> Result<String, ToolError> {
+    let entry = registry().find(|e| e.name == name).ok_or_else(|| {
+        let names: Vec<_> = registry().map(|e| e.name).collect();
+        ToolError::invalid(format!(
+            "there is no tool named {name:?}; the tools are: {}",
+            names.join(", ")
+        ))
+    })?;
+    let output = (entry.call)(input, session)?;
+    Ok(output.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::tests::ScriptedTransport;
+    use crate::config::ConfigError;
+    use crate::context::CallContext;
+    use serde_json::Value;
+
+    #[test]
+    fn every_tool_has_an_object_schema_that_refuses_unknown_fields() {
+        for spec in list_tools() {
+            let schema: Value = serde_json::from_str(&spec.input_schema).unwrap();
+            assert_eq!(schema["type"], "object", "{}", spec.name);
+            assert_eq!(schema["additionalProperties"], false, "{}", spec.name);
+            assert_eq!(
+                schema["$schema"],
+                "https://json-schema.org/draft/2020-12/schema"
+            );
+            assert!(
+                spec.description.len() > 40,
+                "{} needs a real description",
+                spec.name
+            );
+        }
+    }
+
+    #[test]
+    fn unknown_tools_and_fields_are_invalid_input_with_nothing_sent() {
+        let ctx = CallContext::default();
+        let err = ConfigError {
+            key: "X",
+            problem: "unset".into(),
+        };
+        let mut transport = ScriptedTransport::default();
+        let mut session = Session::new(&ctx, Err(&err), &mut transport);
+        let e = call_tool("crmb_delete_record", "{}", &mut session).unwrap_err();
+        assert!(
+            matches!(&e, ToolError::InvalidInput(m) if m.contains("crmb_get_record")),
+            "{e:?}"
+        );
+        let e = call_tool(
+            "crmb_get_record",
+            r#"{"object":"Account","record_id":"001000000000001","colour":"red"}"#,
+            &mut session,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&e, ToolError::InvalidInput(m) if m.contains("unknown field `colour`")),
+            "{e:?}"
+        );
+        let e = call_tool("crmb_get_record", "not json", &mut session).unwrap_err();
+        assert!(matches!(e, ToolError::InvalidInput(_)));
+        assert!(transport.sent.is_empty());
+    }
+}

@@ -1,0 +1,128 @@
+//! The framework every tool is written against: the [`Tool`] trait, the [`Session`] a running
+//! tool uses (who it acts for, the configuration, the only way out), [`NoInput`], and the
+//! [`Entry`] a CRM module lists its tools with. It knows no CRM and no registry.
+
+use crate::client::{self, Answer, HintReader};
+use crate::config::{Config, ConfigError};
+use crate::context::CallContext;
+use crate::error::ToolError;
+use crate::http::{Request, Transport};
+use crate::mapping::{CreatedRecord, MappingStore};
+use crate::schema::input_schema;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// Everything a running tool may use: who it acts for, where the CRMs are, and the only way out.
+pub struct Session<'a> {
+    pub ctx: &'a CallContext,
+    config: Result<&'a Config, &'a ConfigError>,
+    transport: &'a mut dyn Transport,
+    store: Option<&'a mut dyn MappingStore>,
+}
+
+impl<'a> Session<'a> {
+    pub fn new(
+        ctx: &'a CallContext,
+        config: Result<&'a Config, &'a ConfigError>,
+        transport: &'a mut dyn Transport,
+    ) -> Self {
+        Session {
+            ctx,
+            config,
+            transport,
+            store: None,
+        }
+    }
+
+    /// Gives the tools the host's mapping store for this tenant.
+    pub fn with_store(mut self, store: &'a mut dyn MappingStore) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// The tenant's mapping store.
+    pub fn store(&mut self) -> Result<&mut (dyn MappingStore + 'a), ToolError> {
+        self.store.as_deref_mut().ok_or_else(|| {
+            ToolError::Unavailable(
+                "this host keeps no local mapping store; ask the workspace admin".into(),
+            )
+        })
+    }
+
+    /// Keeps a created record's id in the mapping store. The record exists whatever happens
+    /// here, so a failure is returned as a warning for the output, never as the call's error.
+    pub fn remember_created(&mut self, record: CreatedRecord) -> Option<String> {
+        let stored = self
+            .store()
+            .map_err(|e| e.to_string())
+            .and_then(|store| store.record_created(&record).map_err(|e| e.to_string()));
+        stored
+            .err()
+            .map(|why| format!("the record was created, but its id was not kept locally ({why})"))
+    }
+
+    /// Wall-clock time in milliseconds since the Unix epoch.
+    pub fn now_unix_millis(&mut self) -> u64 {
+        self.transport.now_unix_millis()
+    }
+
+    /// The tenant's configuration; a missing or broken one is a connection problem for an admin.
+    pub fn config(&self) -> Result<&'a Config, ToolError> {
+        self.config.map_err(|err| {
+            ToolError::NotConnected(format!(
+                "{err}. The workspace's CRM connection is not set up correctly: reconnect it in \
+                 the integration settings or ask the workspace admin"
+            ))
+        })
+    }
+
+    /// Sends a request with the retry rules of [`client::execute`]; `read_hint` is the CRM's
+    /// own reader of when to try again.
+    pub fn send(&mut self, request: &Request, read_hint: HintReader) -> Result<Answer, ToolError> {
+        let limits = self.config()?.limits;
+        client::execute(self.transport, &limits, request, read_hint)
+    }
+}
+
+/// One tool: a typed input (its schema is derived from the type) and a run function.
+pub trait Tool {
+    const NAME: &'static str;
+    /// Written for a language model: what the tool does and when to use it.
+    const DESCRIPTION: &'static str;
+    /// True when the tool never writes to a CRM.
+    const READ_ONLY: bool;
+    type Input: DeserializeOwned + JsonSchema;
+    fn run(input: Self::Input, session: &mut Session<'_>) -> Result<Value, ToolError>;
+}
+
+/// The input of a tool that takes none: `{}`, and nothing else.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoInput {}
+
+/// A registry row: the tool's metadata and its entry points, monomorphised per tool.
+pub struct Entry {
+    pub(crate) name: &'static str,
+    pub(crate) description: &'static str,
+    pub(crate) read_only: bool,
+    pub(crate) schema: fn() -> String,
+    pub(crate) call: fn(&str, &mut Session<'_>) -> Result<Value, ToolError>,
+}
+
+pub const fn entry<T: Tool>() -> Entry {
+    Entry {
+        name: T::NAME,
+        description: T::DESCRIPTION,
+        read_only: T::READ_ONLY,
+        schema: input_schema::<T::Input>,
+        call: call::<T>,
+    }
+}
+
+fn call<T: Tool>(input: &str, session: &mut Session<'_>) -> Result<Value, ToolError> {
+    let input: T::Input = serde_json::from_str(input)
+        .map_err(|err| ToolError::invalid(format!("{}: {err}", T::NAME)))?;
+    T::run(input, session)
+}
