@@ -11,6 +11,8 @@ pub mod context;
 pub mod crma;
 pub mod crmb;
 pub mod error;
+#[cfg(test)]
+mod harness;
 pub mod http;
 pub mod mapping;
 pub mod proxy;

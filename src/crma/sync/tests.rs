@@ -1,7 +1,6 @@
 use super::*;
 use crate::client::tests::{ScriptedTransport, response};
-use crate::config::{Config, keys};
-use crate::context::CallContext;
+use crate::harness;
 use crate::http::{Response, TransportError};
 use crate::mapping::MemoryStore;
 
@@ -11,27 +10,20 @@ const ALL: &[&str] = &[
     "settings.users.teams.read",
 ];
 
-fn ctx(scopes: &[&str]) -> CallContext {
-    CallContext {
-        tenant_id: "t1".into(),
-        user_id: "u1".into(),
-        granted_scopes: scopes.iter().map(|s| s.to_string()).collect(),
-        instance_url: None,
-    }
-}
-
 fn sync(
     script: Vec<Result<Response, TransportError>>,
     scopes: &[&str],
     store: &mut MemoryStore,
 ) -> (Result<Value, ToolError>, ScriptedTransport) {
-    let config = Config::from_vars([(keys::PROXY_BASE, "https://broker.example.com")]).unwrap();
-    let ctx = ctx(scopes);
     let mut transport = ScriptedTransport::new(script);
-    let result = {
-        let mut session = Session::new(&ctx, Ok(&config), &mut transport).with_store(store);
-        SyncUsers::run(NoInput {}, &mut session)
-    };
+    let result = harness::call_with_store(
+        &mut transport,
+        store,
+        &harness::ctx(scopes, None),
+        &harness::config(&[]),
+        SyncUsers::NAME,
+        &json!({}),
+    );
     (result, transport)
 }
 

@@ -1,41 +1,32 @@
 use super::*;
 use crate::client::tests::NOW_UNIX_MILLIS;
 use crate::client::tests::{ScriptedTransport, response};
-use crate::config::{Config, keys};
-use crate::context::CallContext;
 use crate::crma::activity::LogActivity;
 use crate::crma::associations::{CreateAssociation, GetAssociations};
 use crate::crma::metadata::{
     GenerateRecordUrl, GetAccountDetails, GetPipelineStages, GetProperties, ListRoles,
 };
+use crate::harness;
 use crate::http::Method;
 use crate::mapping::MemoryStore;
-use crate::tool::Session;
 
-fn ctx(scopes: &[&str]) -> CallContext {
-    CallContext {
-        tenant_id: "t1".into(),
-        user_id: "u1".into(),
-        granted_scopes: scopes.iter().map(|s| s.to_string()).collect(),
-        instance_url: None,
-    }
-}
-
+/// Runs tool `T` by name, through the registry, with these scopes.
 fn run<T: Tool>(
     transport: &mut ScriptedTransport,
     scopes: &[&str],
     input: Value,
 ) -> Result<Value, ToolError> {
-    let config = Config::from_vars([(keys::PROXY_BASE, "https://broker.example.com")]).unwrap();
-    let ctx = ctx(scopes);
-    let mut session = Session::new(&ctx, Ok(&config), transport);
-    let input: T::Input =
-        serde_json::from_value(input).map_err(|e| ToolError::invalid(e.to_string()))?;
-    T::run(input, &mut session)
+    harness::call(
+        transport,
+        &harness::ctx(scopes, None),
+        &harness::config(&[]),
+        T::NAME,
+        &input,
+    )
 }
 
 fn body(t: &ScriptedTransport, i: usize) -> Value {
-    serde_json::from_slice(t.sent[i].body.as_deref().unwrap()).unwrap()
+    harness::body(&t.sent[i])
 }
 
 /// (tool input, the scope that allows it) for the scope tests, with a successful answer.
@@ -734,8 +725,11 @@ fn log_activity_refuses_empty_or_conflicting_input_without_sending() {
 
 #[test]
 fn creates_keep_only_the_returned_id_locally() {
-    let config = Config::from_vars([(keys::PROXY_BASE, "https://broker.example.com")]).unwrap();
-    let ctx = ctx(&["crm.objects.deals.write", "crm.objects.contacts.write"]);
+    let ctx = harness::ctx(
+        &["crm.objects.deals.write", "crm.objects.contacts.write"],
+        None,
+    );
+    let config = harness::config(&[]);
     let mut store = MemoryStore::default();
     let mut t = ScriptedTransport::new([
         response(
@@ -744,20 +738,25 @@ fn creates_keep_only_the_returned_id_locally() {
         ),
         response(201, r#"{"id":"3001"}"#),
     ]);
-    {
-        let mut session = Session::new(&ctx, Ok(&config), &mut t).with_store(&mut store);
-        let input = serde_json::from_value(
-            json!({"object_type": "deals", "properties": {"dealname": "Secret deal"}}),
-        )
-        .unwrap();
-        let out = CreateRecord::run(input, &mut session).unwrap();
-        assert!(out.get("warning").is_none());
-        let input = serde_json::from_value(
-            json!({"activity_type": "note", "properties": {"hs_note_body": "hi"}}),
-        )
-        .unwrap();
-        LogActivity::run(input, &mut session).unwrap();
-    }
+    let out = harness::call_with_store(
+        &mut t,
+        &mut store,
+        &ctx,
+        &config,
+        CreateRecord::NAME,
+        &json!({"object_type": "deals", "properties": {"dealname": "Secret deal"}}),
+    )
+    .unwrap();
+    assert!(out.get("warning").is_none());
+    harness::call_with_store(
+        &mut t,
+        &mut store,
+        &ctx,
+        &config,
+        LogActivity::NAME,
+        &json!({"activity_type": "note", "properties": {"hs_note_body": "hi"}}),
+    )
+    .unwrap();
     let kept: Vec<(&str, &str, &str)> = store
         .created
         .iter()

@@ -1,9 +1,8 @@
 use super::*;
 use crate::client::tests::{ScriptedTransport, response};
 use crate::config::keys;
-use crate::context::CallContext;
+use crate::harness;
 use crate::http::{Response, Transport, TransportError};
-use crate::registry::call_tool;
 use std::time::Duration;
 
 const LOCATOR: &str = "01gRO0000016PIAYA2";
@@ -68,19 +67,8 @@ impl Transport for PagedOrg {
     }
 }
 
-fn ctx() -> CallContext {
-    CallContext {
-        tenant_id: "t1".into(),
-        user_id: "u1".into(),
-        granted_scopes: vec![],
-        instance_url: Some("https://acme.my.salesforce.com".into()),
-    }
-}
-
-fn config(extra: &[(&'static str, String)]) -> Config {
-    let mut vars = vec![(keys::PROXY_BASE, "https://broker.example.com".to_string())];
-    vars.extend(extra.iter().cloned());
-    Config::from_vars(vars).unwrap()
+fn config(extra: &[(&'static str, &str)]) -> Config {
+    harness::config(extra)
 }
 
 fn run_with(
@@ -88,17 +76,15 @@ fn run_with(
     config: &Config,
     input: Value,
 ) -> Result<Value, ToolError> {
-    let ctx = ctx();
-    let mut session = Session::new(&ctx, Ok(config), transport);
-    call_tool("crmb_run_soql_query", &input.to_string(), &mut session)
-        .map(|out| serde_json::from_str(&out).unwrap())
+    let ctx = harness::ctx(&[], Some("https://acme.my.salesforce.com"));
+    harness::call(transport, &ctx, config, "crmb_run_soql_query", &input)
 }
 
 const QUERY: &str = "SELECT Id, Name, Amount, Account.Name FROM Opportunity WHERE IsClosed = false";
 
 #[test]
 fn three_full_pages_come_back_within_budget() {
-    let big = config(&[(keys::INLINE_MAX_BYTES, (64 << 20).to_string())]);
+    let big = config(&[(keys::INLINE_MAX_BYTES, &(64 << 20).to_string())]);
     let mut org = PagedOrg::new(6000, 2000);
     // max_records is at most 2000 per call: follow the cursor to the end.
     let mut all = Vec::new();
@@ -144,7 +130,7 @@ fn three_full_pages_come_back_within_budget() {
 
 #[test]
 fn a_cut_inside_a_page_resumes_at_the_exact_record() {
-    let big = config(&[(keys::INLINE_MAX_BYTES, (64 << 20).to_string())]);
+    let big = config(&[(keys::INLINE_MAX_BYTES, &(64 << 20).to_string())]);
     let mut org = PagedOrg::new(6000, 2000);
     let first = run_with(&mut org, &big, json!({"query": QUERY, "max_records": 2000})).unwrap();
     assert_eq!(first["returned"], 2000, "a whole page, cursor at its end");
@@ -174,7 +160,7 @@ fn a_cut_inside_a_page_resumes_at_the_exact_record() {
 
 #[test]
 fn the_byte_budget_cuts_and_says_how_to_get_the_rest() {
-    let small = config(&[(keys::INLINE_MAX_BYTES, "20000".into())]);
+    let small = config(&[(keys::INLINE_MAX_BYTES, "20000")]);
     let mut org = PagedOrg::new(6000, 2000);
     let out = run_with(
         &mut org,
@@ -362,8 +348,8 @@ fn temp_dir(name: &str) -> std::path::PathBuf {
 fn a_hundred_thousand_records_land_in_a_file() {
     let dir = temp_dir("file");
     let config = config(&[
-        (keys::RESULTS_DIR, dir.display().to_string()),
-        (keys::RESULTS_HOST_DIR, "/srv/tenants/t1/results".into()),
+        (keys::RESULTS_DIR, &dir.display().to_string()),
+        (keys::RESULTS_HOST_DIR, "/srv/tenants/t1/results"),
     ]);
     let mut org = PagedOrg::new(100_000, 2000);
     let out = run_with(&mut org, &config, json!({"query": QUERY})).unwrap();
@@ -402,8 +388,8 @@ fn a_hundred_thousand_records_land_in_a_file() {
 fn a_failure_mid_file_leaves_no_partial_file() {
     let dir = temp_dir("partial");
     let config = config(&[
-        (keys::RESULTS_DIR, dir.display().to_string()),
-        (keys::FILE_THRESHOLD_RECORDS, "10".into()),
+        (keys::RESULTS_DIR, &dir.display().to_string()),
+        (keys::FILE_THRESHOLD_RECORDS, "10"),
     ]);
     let org = PagedOrg::new(30, 10);
     let mut t = ScriptedTransport::new([
@@ -462,7 +448,7 @@ fn a_version_the_org_does_not_serve_is_named_with_the_one_to_use() {
     let mut t = ScriptedTransport::new([response(404, not_found), response(200, versions)]);
     let err = run_with(
         &mut t,
-        &config(&[(keys::CRM_B_API_VERSION, "99.0".to_string())]),
+        &config(&[(keys::CRM_B_API_VERSION, "99.0")]),
         json!({"query": "SELECT Id FROM Account"}),
     )
     .unwrap_err();

@@ -1,22 +1,12 @@
 use super::*;
 use crate::client::tests::{ScriptedTransport, response};
-use crate::config::{Config, keys};
 use crate::context::CallContext;
 use crate::crmb::client::SERVED_VERSIONS;
+use crate::harness;
 use crate::http::Method;
-use crate::registry::call_tool;
 
 fn ctx() -> CallContext {
-    CallContext {
-        tenant_id: "t1".into(),
-        user_id: "u1".into(),
-        granted_scopes: vec![],
-        instance_url: Some("https://acme.my.salesforce.com".into()),
-    }
-}
-
-fn config() -> Config {
-    Config::from_vars([(keys::PROXY_BASE, "https://broker.example.com")]).unwrap()
+    harness::ctx(&[], Some("https://acme.my.salesforce.com"))
 }
 
 fn run(
@@ -25,9 +15,7 @@ fn run(
     tool: &str,
     input: Value,
 ) -> Result<Value, ToolError> {
-    let config = config();
-    let mut session = Session::new(ctx, Ok(&config), transport);
-    call_tool(tool, &input.to_string(), &mut session).map(|out| serde_json::from_str(&out).unwrap())
+    harness::call(transport, ctx, &harness::config(&[]), tool, &input)
 }
 
 #[test]

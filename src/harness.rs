@@ -1,0 +1,66 @@
+//! The one way the component's own tests run a tool: through [`registry::call_tool`], as the
+//! shell does, on a session built from a call context, a configuration and a scripted
+//! transport. Every test module builds on these instead of keeping its own copies.
+
+use crate::config::{Config, keys};
+use crate::context::CallContext;
+use crate::error::ToolError;
+use crate::http::Transport;
+use crate::mapping::MappingStore;
+use crate::registry;
+use crate::tool::Session;
+use serde_json::Value;
+
+/// The broker every test configuration points at.
+pub(crate) const BROKER: &str = "https://broker.example.com";
+
+/// Tenant `t1`, user `u1`, with these CRM A scopes and (for Salesforce links) org URL.
+pub(crate) fn ctx(scopes: &[&str], instance_url: Option<&str>) -> CallContext {
+    CallContext {
+        tenant_id: "t1".into(),
+        user_id: "u1".into(),
+        granted_scopes: scopes.iter().map(|s| s.to_string()).collect(),
+        instance_url: instance_url.map(str::to_string),
+    }
+}
+
+/// The test broker plus `extra` settings.
+pub(crate) fn config(extra: &[(&'static str, &str)]) -> Config {
+    let mut vars = vec![(keys::PROXY_BASE, BROKER.to_string())];
+    vars.extend(extra.iter().map(|(k, v)| (*k, v.to_string())));
+    Config::from_vars(vars).unwrap()
+}
+
+/// Runs `tool` on `input` and reads its JSON output.
+pub(crate) fn call(
+    transport: &mut dyn Transport,
+    ctx: &CallContext,
+    config: &Config,
+    tool: &str,
+    input: &Value,
+) -> Result<Value, ToolError> {
+    let mut session = Session::new(ctx, Ok(config), transport);
+    read(registry::call_tool(tool, &input.to_string(), &mut session))
+}
+
+/// As [`call`], with the tenant's mapping store.
+pub(crate) fn call_with_store(
+    transport: &mut dyn Transport,
+    store: &mut dyn MappingStore,
+    ctx: &CallContext,
+    config: &Config,
+    tool: &str,
+    input: &Value,
+) -> Result<Value, ToolError> {
+    let mut session = Session::new(ctx, Ok(config), transport).with_store(store);
+    read(registry::call_tool(tool, &input.to_string(), &mut session))
+}
+
+fn read(output: Result<String, ToolError>) -> Result<Value, ToolError> {
+    output.map(|out| serde_json::from_str(&out).expect("tool output is JSON"))
+}
+
+/// The JSON body of a sent request.
+pub(crate) fn body(request: &crate::http::Request) -> Value {
+    serde_json::from_slice(request.body.as_deref().expect("a body")).expect("a JSON body")
+}
