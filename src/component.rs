@@ -8,6 +8,7 @@ use crate::error::ToolError;
 use crate::http::{Method, Request, Response, Transport, TransportError};
 use crate::mapping::{CreatedRecord, Mapping, MappingKind, MappingStore, StoreError};
 use crate::registry;
+use crate::sys::DirFiles;
 use crate::tool::Session;
 use std::time::Duration;
 
@@ -67,8 +68,16 @@ impl wit::Guest for Plugin {
             timeout,
         };
         let mut store = HostMappingStore;
+        let mut files = config
+            .as_ref()
+            .ok()
+            .and_then(|c| c.results.dir.as_deref())
+            .map(DirFiles::new);
         let mut session =
             Session::new(&ctx, config.as_ref(), &mut transport).with_store(&mut store);
+        if let Some(files) = files.as_mut() {
+            session = session.with_files(files);
+        }
         registry::call_tool(&name, &input, &mut session).map_err(to_wit)
     }
 }

@@ -8,6 +8,7 @@ use crate::error::ToolError;
 use crate::http::Transport;
 use crate::mapping::MappingStore;
 use crate::registry;
+use crate::sys::DirFiles;
 use crate::tool::Session;
 use serde_json::Value;
 
@@ -39,7 +40,11 @@ pub(crate) fn call(
     tool: &str,
     input: &Value,
 ) -> Result<Value, ToolError> {
+    let mut files = config.results.dir.as_deref().map(DirFiles::new);
     let mut session = Session::new(ctx, Ok(config), transport);
+    if let Some(files) = files.as_mut() {
+        session = session.with_files(files);
+    }
     read(registry::call_tool(tool, &input.to_string(), &mut session))
 }
 

@@ -18,6 +18,7 @@ pub mod mapping;
 pub mod proxy;
 pub mod registry;
 pub mod schema;
+pub mod sys;
 pub mod tool;
 
 #[cfg(test)]

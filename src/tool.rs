@@ -20,6 +20,18 @@ pub struct Session<'a> {
     config: Result<&'a Config, &'a ConfigError>,
     transport: &'a mut dyn Transport,
     store: Option<&'a mut dyn MappingStore>,
+    files: Option<&'a mut dyn ResultFiles>,
+}
+
+/// The tenant's results directory, the only place a tool writes files. The core reaches it
+/// only through this seam; the shell gives the real one ([`crate::sys::DirFiles`]).
+pub trait ResultFiles {
+    /// Creates the new file `name` for writing; fails when it exists.
+    fn create(&mut self, name: &str) -> std::io::Result<Box<dyn std::io::Write>>;
+    /// Renames the finished file `from` to `to`, which makes it a result.
+    fn publish(&mut self, from: &str, to: &str) -> std::io::Result<()>;
+    /// Removes an unfinished file.
+    fn discard(&mut self, name: &str);
 }
 
 impl<'a> Session<'a> {
@@ -33,7 +45,25 @@ impl<'a> Session<'a> {
             config,
             transport,
             store: None,
+            files: None,
         }
+    }
+
+    /// Gives the tools the tenant's results directory.
+    pub fn with_files(mut self, files: &'a mut dyn ResultFiles) -> Self {
+        self.files = Some(files);
+        self
+    }
+
+    /// The tenant's results directory.
+    pub fn files(&mut self) -> Result<&mut (dyn ResultFiles + 'a), ToolError> {
+        self.files.as_deref_mut().ok_or_else(|| {
+            ToolError::Unavailable(
+                "this host gives the workspace no results directory for large results; ask for \
+                 fewer records (max_records) or ask the workspace admin"
+                    .into(),
+            )
+        })
     }
 
     /// Gives the tools the host's mapping store for this tenant.

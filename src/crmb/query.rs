@@ -375,23 +375,22 @@ impl Pager<'_> {
     fn write_to_file(&self, session: &mut Session<'_>, first: Page) -> Result<Value, ToolError> {
         let results = &self.config.results;
         let dir = results.dir.as_deref().expect("checked by the caller");
-        let name = format!(
-            "soql-{:016x}-{}.jsonl",
-            fingerprint(self.query.text()),
-            unique_suffix()
-        );
-        let partial = format!("{dir}/{name}.partial");
-        let written = self.write_pages(session, first, &partial);
+        let stamp = session.now_unix_millis();
+        let (name, file) = new_file(session, fingerprint(self.query.text()), stamp)?;
+        let partial = format!("{name}.partial");
+        let written = self.write_pages(session, first, file, &partial);
         let (count, total, columns, preview, complete) = match written {
             Ok(summary) => summary,
             Err(err) => {
                 // Nothing half-written is left behind for someone to mistake for the result.
-                let _ = std::fs::remove_file(&partial);
+                session.files()?.discard(&partial);
                 return Err(err);
             }
         };
-        let final_path = format!("{dir}/{name}");
-        std::fs::rename(&partial, &final_path).map_err(|e| file_error(&final_path, e))?;
+        session
+            .files()?
+            .publish(&partial, &name)
+            .map_err(|e| file_error(&name, e))?;
         let shown_dir = results.host_dir.as_deref().unwrap_or(dir);
         let mut out = json!({
             "object": self.query.object(),
@@ -417,10 +416,10 @@ impl Pager<'_> {
         &self,
         session: &mut Session<'_>,
         mut page: Page,
+        file: Box<dyn Write>,
         path: &str,
     ) -> Result<(u64, u64, Vec<String>, Vec<Value>, bool), ToolError> {
         let limit = self.config.results.file_max_records;
-        let file = std::fs::File::create(path).map_err(|e| file_error(path, e))?;
         let mut out = std::io::BufWriter::with_capacity(64 * 1024, file);
         let total = page.total_size;
         let mut count = 0u64;
@@ -464,13 +463,29 @@ fn file_error(path: &str, err: std::io::Error) -> ToolError {
     ))
 }
 
-/// Distinguishes result files of the same query.
-fn unique_suffix() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or_default();
-    format!("{nanos:x}")
+/// A new result file `soql-{query fingerprint}-{time}[-n].jsonl` (its `.partial` is what is
+/// written), numbered when the same query already wrote one in the same millisecond.
+fn new_file(
+    session: &mut Session<'_>,
+    fingerprint: u64,
+    stamp: u64,
+) -> Result<(String, Box<dyn Write>), ToolError> {
+    for n in 0..100u32 {
+        let suffix = if n == 0 {
+            String::new()
+        } else {
+            format!("-{n}")
+        };
+        let name = format!("soql-{fingerprint:016x}-{stamp:x}{suffix}.jsonl");
+        match session.files()?.create(&format!("{name}.partial")) {
+            Ok(file) => return Ok((name, file)),
+            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(err) => return Err(file_error(&name, err)),
+        }
+    }
+    Err(ToolError::Unavailable(
+        "too many result files of this query at once; run it again in a moment".into(),
+    ))
 }
 
 #[cfg(test)]
