@@ -45,7 +45,10 @@ pub(crate) fn call(
     if let Some(files) = files.as_mut() {
         session = session.with_files(files);
     }
-    read(registry::call_tool(tool, &input.to_string(), &mut session))
+    read(
+        tool,
+        registry::call_tool(tool, &input.to_string(), &mut session),
+    )
 }
 
 /// As [`call`], with the tenant's mapping store.
@@ -58,11 +61,31 @@ pub(crate) fn call_with_store(
     input: &Value,
 ) -> Result<Value, ToolError> {
     let mut session = Session::new(ctx, Ok(config), transport).with_store(store);
-    read(registry::call_tool(tool, &input.to_string(), &mut session))
+    read(
+        tool,
+        registry::call_tool(tool, &input.to_string(), &mut session),
+    )
 }
 
-fn read(output: Result<String, ToolError>) -> Result<Value, ToolError> {
-    output.map(|out| serde_json::from_str(&out).expect("tool output is JSON"))
+/// Reads a tool's JSON output and checks it against the output schema the tool advertises, so
+/// every answer any test sees is one an MCP client would accept as `structuredContent`.
+fn read(tool: &str, output: Result<String, ToolError>) -> Result<Value, ToolError> {
+    let output: Value = serde_json::from_str(&output?).expect("tool output is JSON");
+    let spec = registry::list_tools()
+        .into_iter()
+        .find(|spec| spec.name == tool)
+        .expect("a tool that answered is listed");
+    let schema: Value = serde_json::from_str(&spec.output_schema).expect("schema is JSON");
+    let validator = jsonschema::draft202012::new(&schema).expect("a valid output schema");
+    let problems: Vec<String> = validator
+        .iter_errors(&output)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        problems.is_empty(),
+        "{tool} answered outside its output schema: {problems:?}\n{output:#}"
+    );
+    Ok(output)
 }
 
 /// The JSON body of a sent request.

@@ -11,6 +11,8 @@ pub struct ToolSpec {
     pub name: &'static str,
     pub description: &'static str,
     pub input_schema: String,
+    /// JSON Schema (draft 2020-12) of the output object, derived from the tool's output type.
+    pub output_schema: String,
     pub read_only: bool,
 }
 
@@ -25,7 +27,8 @@ pub fn list_tools() -> Vec<ToolSpec> {
         .map(|e| ToolSpec {
             name: e.name,
             description: e.description,
-            input_schema: (e.schema)(),
+            input_schema: (e.input_schema)(),
+            output_schema: (e.output_schema)(),
             read_only: e.read_only,
         })
         .collect()
@@ -40,8 +43,7 @@ pub fn call_tool(name: &str, input: &str, session: &mut Session<'_>) -> Result<S
             names.join(", ")
         ))
     })?;
-    let output = (entry.call)(input, session)?;
-    Ok(output.to_string())
+    (entry.call)(input, session)
 }
 
 #[cfg(test)]
@@ -68,6 +70,26 @@ mod tests {
                 spec.name
             );
         }
+    }
+
+    #[test]
+    fn every_tool_declares_an_object_output_schema() {
+        // MCP requires an object at the root of `outputSchema`, and a model reads the fields.
+        let untyped: Vec<_> = list_tools()
+            .into_iter()
+            .filter(|spec| {
+                let schema: Value = serde_json::from_str(&spec.output_schema).unwrap();
+                schema["type"] != "object"
+                    || !schema["properties"]
+                        .as_object()
+                        .is_some_and(|p| !p.is_empty())
+            })
+            .map(|spec| spec.name)
+            .collect();
+        assert!(
+            untyped.is_empty(),
+            "tools without a typed object output: {untyped:?}"
+        );
     }
 
     #[test]

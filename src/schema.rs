@@ -3,10 +3,20 @@
 
 use schemars::{JsonSchema, Schema, json_schema};
 
-/// The input schema of a tool, as the JSON text `list-tools` returns.
+/// The input schema of a tool, as the JSON text `list-tools` returns: what the tool accepts.
 pub fn input_schema<T: JsonSchema>() -> String {
-    let mut generator = schemars::generate::SchemaSettings::draft2020_12().into_generator();
-    let schema = generator.root_schema_for::<T>();
+    root_schema::<T>(schemars::generate::Contract::Deserialize)
+}
+
+/// The output schema of a tool (MCP's `outputSchema`): what the tool's answer looks like.
+pub fn output_schema<T: JsonSchema>() -> String {
+    root_schema::<T>(schemars::generate::Contract::Serialize)
+}
+
+fn root_schema<T: JsonSchema>(contract: schemars::generate::Contract) -> String {
+    let mut settings = schemars::generate::SchemaSettings::draft2020_12();
+    settings.contract = contract;
+    let schema = settings.into_generator().root_schema_for::<T>();
     serde_json::to_string(&schema).expect("a schema serializes")
 }
 

@@ -8,11 +8,10 @@ use crate::context::CallContext;
 use crate::error::ToolError;
 use crate::http::{Request, Transport};
 use crate::mapping::{CreatedRecord, MappingStore};
-use crate::schema::input_schema;
+use crate::schema::{input_schema, output_schema};
 use schemars::JsonSchema;
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
+use serde::{Deserialize, Serialize};
 
 /// Everything a running tool may use: who it acts for, where the CRMs are, and the only way out.
 pub struct Session<'a> {
@@ -116,7 +115,8 @@ impl<'a> Session<'a> {
     }
 }
 
-/// One tool: a typed input (its schema is derived from the type) and a run function.
+/// One tool: a typed input and a typed output (both schemas are derived from the types) and a
+/// run function. The registry serialises the output once; tools never build JSON by hand.
 pub trait Tool {
     const NAME: &'static str;
     /// Written for a language model: what the tool does and when to use it.
@@ -124,7 +124,8 @@ pub trait Tool {
     /// True when the tool never writes to a CRM.
     const READ_ONLY: bool;
     type Input: DeserializeOwned + JsonSchema;
-    fn run(input: Self::Input, session: &mut Session<'_>) -> Result<Value, ToolError>;
+    type Output: Serialize + JsonSchema;
+    fn run(input: Self::Input, session: &mut Session<'_>) -> Result<Self::Output, ToolError>;
 }
 
 /// The input of a tool that takes none: `{}`, and nothing else.
@@ -137,8 +138,9 @@ pub struct Entry {
     pub(crate) name: &'static str,
     pub(crate) description: &'static str,
     pub(crate) read_only: bool,
-    pub(crate) schema: fn() -> String,
-    pub(crate) call: fn(&str, &mut Session<'_>) -> Result<Value, ToolError>,
+    pub(crate) input_schema: fn() -> String,
+    pub(crate) output_schema: fn() -> String,
+    pub(crate) call: fn(&str, &mut Session<'_>) -> Result<String, ToolError>,
 }
 
 pub const fn entry<T: Tool>() -> Entry {
@@ -146,13 +148,17 @@ pub const fn entry<T: Tool>() -> Entry {
         name: T::NAME,
         description: T::DESCRIPTION,
         read_only: T::READ_ONLY,
-        schema: input_schema::<T::Input>,
+        input_schema: input_schema::<T::Input>,
+        output_schema: output_schema::<T::Output>,
         call: call::<T>,
     }
 }
 
-fn call<T: Tool>(input: &str, session: &mut Session<'_>) -> Result<Value, ToolError> {
+/// Parses the input, runs the tool and serialises its output: the one place JSON is written.
+fn call<T: Tool>(input: &str, session: &mut Session<'_>) -> Result<String, ToolError> {
     let input: T::Input = serde_json::from_str(input)
         .map_err(|err| ToolError::invalid(format!("{}: {err}", T::NAME)))?;
-    T::run(input, session)
+    let output = T::run(input, session)?;
+    Ok(serde_json::to_string(&output)
+        .expect("tool outputs serialise: no maps with non-string keys"))
 }

@@ -222,8 +222,9 @@ impl Tool for LogActivity {
         unknown outcome is reported, so check the record's activities before logging again.";
     const READ_ONLY: bool = false;
     type Input = LogActivityInput;
+    type Output = Value;
 
-    fn run(input: LogActivityInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+    fn run(input: LogActivityInput, session: &mut Session<'_>) -> Result<Self::Output, ToolError> {
         let object_type = input.activity_type.object_type();
         let mut properties = input.properties.to_wire()?;
         let main = input.activity_type.main_properties();

@@ -122,8 +122,12 @@ impl Tool for GetAssociations {
     const DESCRIPTION: &'static str = "List the records of one type associated with a HubSpot         record (e.g. the contacts of a company, the deals of a contact, the notes of a deal):         each to_object_id with its association types and labels. Reads every page up to         max_results (default 1000); next_cursor continues. Fetch details with         crma_get_record or crma_search_records.";
     const READ_ONLY: bool = true;
     type Input = GetAssociationsInput;
+    type Output = Value;
 
-    fn run(input: GetAssociationsInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+    fn run(
+        input: GetAssociationsInput,
+        session: &mut Session<'_>,
+    ) -> Result<Self::Output, ToolError> {
         let budget = input.max_results.unwrap_or(DEFAULT_BUDGET);
         if !(1..=MAX_BUDGET).contains(&budget) {
             return Err(ToolError::invalid(format!(
@@ -198,8 +202,12 @@ impl Tool for CreateAssociation {
     const DESCRIPTION: &'static str = "Associate two existing HubSpot records with HubSpot's         default association (e.g. a contact with a company, a deal with a contact, a note with a         deal). Creating one that already exists changes nothing. Sent once, never retried.";
     const READ_ONLY: bool = false;
     type Input = CreateAssociationInput;
+    type Output = Value;
 
-    fn run(input: CreateAssociationInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+    fn run(
+        input: CreateAssociationInput,
+        session: &mut Session<'_>,
+    ) -> Result<Self::Output, ToolError> {
         if input.object_type == input.to_object_type && input.record_id == input.to_record_id {
             return Err(ToolError::invalid(
                 "a record cannot be associated with itself",

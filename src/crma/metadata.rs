@@ -21,8 +21,9 @@ impl Tool for ListRoles {
         read the role_ids that crma_list_users returns.";
     const READ_ONLY: bool = true;
     type Input = NoInput;
+    type Output = Value;
 
-    fn run(_: NoInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+    fn run(_: NoInput, session: &mut Session<'_>) -> Result<Self::Output, ToolError> {
         let answer = client::send(
             session,
             Call::get(
@@ -119,8 +120,12 @@ impl Tool for GetPipelineStages {
         pipeline of the type with its stages.";
     const READ_ONLY: bool = true;
     type Input = PipelineStagesInput;
+    type Output = Value;
 
-    fn run(input: PipelineStagesInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+    fn run(
+        input: PipelineStagesInput,
+        session: &mut Session<'_>,
+    ) -> Result<Self::Output, ToolError> {
         if !matches!(input.object_type, ObjectType::Deals | ObjectType::Custom(_)) {
             return Err(ToolError::invalid(format!(
                 "{} have no pipelines: pipelines exist for deals and custom object types",
@@ -209,8 +214,9 @@ impl Tool for GetProperties {
         get property names and values right.";
     const READ_ONLY: bool = true;
     type Input = PropertiesInput;
+    type Output = Value;
 
-    fn run(input: PropertiesInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+    fn run(input: PropertiesInput, session: &mut Session<'_>) -> Result<Self::Output, ToolError> {
         let object = input.object_type.as_str().to_string();
         let call = Call::get(
             Operation::ReadProperties(input.object_type.clone()),
@@ -307,8 +313,9 @@ impl Tool for GetAccountDetails {
         time zone to read dates and the currency to read amounts.";
     const READ_ONLY: bool = true;
     type Input = NoInput;
+    type Output = Value;
 
-    fn run(_: NoInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+    fn run(_: NoInput, session: &mut Session<'_>) -> Result<Self::Output, ToolError> {
         let a = account_details(session)?;
         Ok(json!({
             "portal_id": a["portalId"], "account_type": a["accountType"], "time_zone": a["timeZone"],
@@ -338,8 +345,9 @@ impl Tool for GenerateRecordUrl {
         record you mention.";
     const READ_ONLY: bool = true;
     type Input = RecordUrlInput;
+    type Output = Value;
 
-    fn run(input: RecordUrlInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+    fn run(input: RecordUrlInput, session: &mut Session<'_>) -> Result<Self::Output, ToolError> {
         let type_id = input.object_type.type_id().ok_or_else(|| {
             ToolError::invalid(format!(
                 "record links need the custom type's id (2-<id>), not {}",

@@ -249,8 +249,9 @@ impl Tool for SyncUsers {
         users are soft-deleted locally (kept, marked deleted); re-running changes nothing new.";
     const READ_ONLY: bool = true;
     type Input = NoInput;
+    type Output = Value;
 
-    fn run(_: NoInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+    fn run(_: NoInput, session: &mut Session<'_>) -> Result<Self::Output, ToolError> {
         // Both listings are needed; name everything missing at once, before sending anything.
         let granted = session.ctx.granted_scopes.clone();
         let mut missing = Vec::new();

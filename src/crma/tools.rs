@@ -123,8 +123,9 @@ impl Tool for SearchRecords {
         10,000 matches; narrow by date windows for more.";
     const READ_ONLY: bool = true;
     type Input = SearchInput;
+    type Output = Value;
 
-    fn run(input: SearchInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+    fn run(input: SearchInput, session: &mut Session<'_>) -> Result<Self::Output, ToolError> {
         let after = after(&input.cursor)?;
         let string_properties =
             string_properties_in(session, &input.object_type, &input.filter_groups)?;
@@ -232,8 +233,9 @@ impl Tool for GetRecord {
         and says when a record is archived (in HubSpot's recycle bin).";
     const READ_ONLY: bool = true;
     type Input = GetRecordInput;
+    type Output = Value;
 
-    fn run(input: GetRecordInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+    fn run(input: GetRecordInput, session: &mut Session<'_>) -> Result<Self::Output, ToolError> {
         let object = input.object_type.as_str().to_string();
         let id = input.record_id.to_string();
         let properties = input
@@ -301,8 +303,9 @@ impl Tool for CreateRecord {
         reported, not retried, so search before creating again.";
     const READ_ONLY: bool = false;
     type Input = CreateInput;
+    type Output = Value;
 
-    fn run(input: CreateInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+    fn run(input: CreateInput, session: &mut Session<'_>) -> Result<Self::Output, ToolError> {
         let wire = input.properties.to_wire()?;
         if wire.is_empty() {
             return Err(ToolError::invalid(
@@ -376,8 +379,9 @@ impl Tool for UpdateRecord {
         and id; only the given properties change. Sent once, never retried.";
     const READ_ONLY: bool = false;
     type Input = UpdateInput;
+    type Output = Value;
 
-    fn run(input: UpdateInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+    fn run(input: UpdateInput, session: &mut Session<'_>) -> Result<Self::Output, ToolError> {
         let mut wire = input.properties.to_wire()?;
         if wire.is_empty() {
             return Err(ToolError::invalid(
@@ -418,8 +422,9 @@ impl Tool for MergeCompanies {
         into it. Not reversible from here: confirm with the user first.";
     const READ_ONLY: bool = false;
     type Input = MergeInput;
+    type Output = Value;
 
-    fn run(input: MergeInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+    fn run(input: MergeInput, session: &mut Session<'_>) -> Result<Self::Output, ToolError> {
         if input.primary_id == input.merge_id {
             return Err(ToolError::invalid(
                 "primary_id and merge_id are the same company",
@@ -466,8 +471,9 @@ impl Tool for ListOwners {
         lists deactivated ones. Use it to map an owner id to a person.";
     const READ_ONLY: bool = true;
     type Input = ListOwnersInput;
+    type Output = Value;
 
-    fn run(input: ListOwnersInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+    fn run(input: ListOwnersInput, session: &mut Session<'_>) -> Result<Self::Output, ToolError> {
         let limit = input.limit.unwrap_or(100);
         if !(1..=500).contains(&limit) {
             return Err(ToolError::invalid("limit must be from 1 to 500"));
@@ -522,8 +528,9 @@ impl Tool for ListUsers {
         primary and secondary team ids, super admin flag. For provisioning and permission mapping.";
     const READ_ONLY: bool = true;
     type Input = ListUsersInput;
+    type Output = Value;
 
-    fn run(input: ListUsersInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+    fn run(input: ListUsersInput, session: &mut Session<'_>) -> Result<Self::Output, ToolError> {
         let limit = input.limit.unwrap_or(100);
         if !(1..=100).contains(&limit) {
             return Err(ToolError::invalid("limit must be from 1 to 100"));

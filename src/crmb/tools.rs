@@ -67,8 +67,9 @@ impl Tool for GenerateRecordUrl {
         Use it when you already have a record id, e.g. from a query, and want to show a link.";
     const READ_ONLY: bool = true;
     type Input = RecordRef;
+    type Output = Value;
 
-    fn run(input: RecordRef, session: &mut Session<'_>) -> Result<Value, ToolError> {
+    fn run(input: RecordRef, session: &mut Session<'_>) -> Result<Self::Output, ToolError> {
         check_prefix(&input.object, &input.record_id)?;
         let instance = InstanceUrl::from_context(session.ctx.instance_url.as_deref())?;
         Ok(json!({"url": instance.record_url(&input.object, &input.record_id).as_str()}))
@@ -101,8 +102,9 @@ impl Tool for GetRecord {
         fields they cannot read are absent.";
     const READ_ONLY: bool = true;
     type Input = GetRecordInput;
+    type Output = Value;
 
-    fn run(input: GetRecordInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+    fn run(input: GetRecordInput, session: &mut Session<'_>) -> Result<Self::Output, ToolError> {
         check_prefix(&input.object, &input.record_id)?;
         let fields = match &input.fields {
             Some(list) if list.is_empty() || list.len() > 200 => {
@@ -171,8 +173,9 @@ impl Tool for RunSoqlQuery {
         when unsure of field names.";
     const READ_ONLY: bool = true;
     type Input = RunQueryInput;
+    type Output = Value;
 
-    fn run(input: RunQueryInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+    fn run(input: RunQueryInput, session: &mut Session<'_>) -> Result<Self::Output, ToolError> {
         let request = QueryRequest::new(&input.query, input.max_records, input.cursor.as_deref())?;
         query::run(request, session)
     }
@@ -210,8 +213,9 @@ impl Tool for GetObjectFields {
         Filters (name_contains, custom_only, createable_only) keep the answer short.";
     const READ_ONLY: bool = true;
     type Input = ObjectFieldsInput;
+    type Output = Value;
 
-    fn run(input: ObjectFieldsInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+    fn run(input: ObjectFieldsInput, session: &mut Session<'_>) -> Result<Self::Output, ToolError> {
         let config = session.config()?;
         let url = proxy::crm_b(
             config,
@@ -266,8 +270,9 @@ impl Tool for CreateRecord {
         crmb_get_object_fields to see required fields.";
     const READ_ONLY: bool = false;
     type Input = CreateRecordInput;
+    type Output = Value;
 
-    fn run(input: CreateRecordInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+    fn run(input: CreateRecordInput, session: &mut Session<'_>) -> Result<Self::Output, ToolError> {
         let body = input.fields.to_body()?;
         let instance = InstanceUrl::if_known(session.ctx.instance_url.as_deref())?;
         let config = session.config()?;
@@ -325,8 +330,9 @@ impl Tool for UpdateRecord {
         retried.";
     const READ_ONLY: bool = false;
     type Input = UpdateRecordInput;
+    type Output = Value;
 
-    fn run(input: UpdateRecordInput, session: &mut Session<'_>) -> Result<Value, ToolError> {
+    fn run(input: UpdateRecordInput, session: &mut Session<'_>) -> Result<Self::Output, ToolError> {
         check_prefix(&input.object, &input.record_id)?;
         let body = input.fields.to_body()?;
         let instance = InstanceUrl::if_known(session.ctx.instance_url.as_deref())?;
