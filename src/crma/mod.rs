@@ -12,6 +12,7 @@ pub mod search;
 pub mod sync;
 pub mod tools;
 pub mod types;
+pub mod wire;
 
 use crate::tool::{Entry, entry};
 
