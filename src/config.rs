@@ -132,7 +132,7 @@ pub struct ConfigError {
 }
 
 impl Config {
-    /// Reads the configuration from environment variables.
+    /// Reads the configuration from the host's key-value settings (`wasi:config/store`).
     pub fn from_vars<I, K, V>(vars: I) -> Result<Self, ConfigError>
     where
         I: IntoIterator<Item = (K, V)>,

@@ -8,9 +8,11 @@ use crate::error::ToolError;
 use crate::http::Transport;
 use crate::mapping::MappingStore;
 use crate::registry;
-use crate::sys::DirFiles;
-use crate::tool::Session;
+use crate::tool::{ResultFiles, Session};
 use serde_json::Value;
+use std::fs::{self, OpenOptions};
+use std::io::{self, Write};
+use std::path::PathBuf;
 
 /// The broker every test configuration points at.
 pub(crate) const BROKER: &str = "https://broker.example.com";
@@ -91,4 +93,34 @@ fn read(tool: &str, output: Result<String, ToolError>) -> Result<Value, ToolErro
 /// The JSON body of a sent request.
 pub(crate) fn body(request: &crate::http::Request) -> Value {
     serde_json::from_slice(request.body.as_deref().expect("a body")).expect("a JSON body")
+}
+
+/// A results directory on the native filesystem, standing in for the host's `result-files`.
+#[derive(Debug, Clone)]
+pub(crate) struct DirFiles {
+    dir: PathBuf,
+}
+
+impl DirFiles {
+    pub(crate) fn new(dir: impl Into<PathBuf>) -> Self {
+        DirFiles { dir: dir.into() }
+    }
+}
+
+impl ResultFiles for DirFiles {
+    fn create(&mut self, name: &str) -> io::Result<Box<dyn Write>> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(self.dir.join(name))?;
+        Ok(Box::new(file))
+    }
+
+    fn publish(&mut self, from: &str, to: &str) -> io::Result<()> {
+        fs::rename(self.dir.join(from), self.dir.join(to))
+    }
+
+    fn discard(&mut self, name: &str) {
+        let _ = fs::remove_file(self.dir.join(name));
+    }
 }

@@ -2,8 +2,9 @@
 //!
 //! Everything here is a pure core (input validation, request building, response mapping) that
 //! compiles and unit-tests natively. The only code that touches WASI lives in the `component`
-//! module, compiled for `wasm32` alone: it turns the core's [`http::Request`] values into
-//! `wasi:http` calls and exports the `tools` interface.
+//! module, compiled for `wasm32` alone: it gives the core its seams ([`http::Transport`] over
+//! `wasi:http`, the mapping store, the results files, configuration from `wasi:config/store`)
+//! and exports the `tools` and `tool-metadata` interfaces.
 
 pub mod client;
 pub mod config;
@@ -18,7 +19,6 @@ pub mod mapping;
 pub mod proxy;
 pub mod registry;
 pub mod schema;
-pub mod sys;
 pub mod tool;
 
 #[cfg(test)]

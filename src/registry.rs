@@ -2,18 +2,20 @@
 //! with their specs, and dispatch from a name and JSON input to the typed tool.
 
 use crate::error::ToolError;
-use crate::tool::{Entry, Session};
+use crate::tool::{Annotations, Entry, Session};
 use crate::{crma, crmb};
 
-/// What `list-tools` returns for one tool.
+/// What `list-tools` and `list-tool-metadata` return for one tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolSpec {
     pub name: &'static str,
+    pub title: &'static str,
     pub description: &'static str,
     pub input_schema: String,
     /// JSON Schema (draft 2020-12) of the output object, derived from the tool's output type.
     pub output_schema: String,
     pub read_only: bool,
+    pub annotations: Annotations,
 }
 
 /// Every tool this build offers, in `list-tools` order: only ones that work end to end.
@@ -26,10 +28,12 @@ pub fn list_tools() -> Vec<ToolSpec> {
     registry()
         .map(|e| ToolSpec {
             name: e.name,
+            title: e.title,
             description: e.description,
             input_schema: (e.input_schema)(),
             output_schema: (e.output_schema)(),
             read_only: e.read_only,
+            annotations: e.effect.annotations(),
         })
         .collect()
 }

@@ -23,7 +23,7 @@ pub struct Session<'a> {
 }
 
 /// The tenant's results directory, the only place a tool writes files. The core reaches it
-/// only through this seam; the shell gives the real one ([`crate::sys::DirFiles`]).
+/// only through this seam; the shell gives the host's `result-files` import.
 pub trait ResultFiles {
     /// Creates the new file `name` for writing; fails when it exists.
     fn create(&mut self, name: &str) -> std::io::Result<Box<dyn std::io::Write>>;
@@ -123,9 +123,58 @@ pub trait Tool {
     const DESCRIPTION: &'static str;
     /// True when the tool never writes to a CRM.
     const READ_ONLY: bool;
+    /// A short human-readable title (MCP's `title`).
+    const TITLE: &'static str = Self::NAME;
+    /// What the tool does to the CRM, for MCP's annotations.
+    const EFFECT: Effect = if Self::READ_ONLY {
+        Effect::Reads
+    } else {
+        Effect::Adds { idempotent: false }
+    };
     type Input: DeserializeOwned + JsonSchema;
     type Output: Serialize + JsonSchema;
     fn run(input: Self::Input, session: &mut Session<'_>) -> Result<Self::Output, ToolError>;
+}
+
+/// What a tool does to the CRM: the source of MCP's annotations. No tool deletes, so there is
+/// no case for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Answers from its input and configuration alone; calls no CRM.
+    Offline,
+    /// Reads the CRM and changes nothing there.
+    Reads,
+    /// Adds to the CRM (a record, an activity, a link) without changing what is there.
+    Adds { idempotent: bool },
+    /// Overwrites existing CRM data (an update, a merge).
+    Changes { idempotent: bool },
+}
+
+/// MCP's tool annotations, as the `tool-metadata` interface carries them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Annotations {
+    pub read_only: bool,
+    pub destructive: bool,
+    pub idempotent: bool,
+    pub open_world: bool,
+}
+
+impl Effect {
+    /// The annotations a client sees: only overwrites are destructive; only offline tools are
+    /// closed-world.
+    pub const fn annotations(self) -> Annotations {
+        let (read_only, destructive, idempotent) = match self {
+            Effect::Offline | Effect::Reads => (true, false, true),
+            Effect::Adds { idempotent } => (false, false, idempotent),
+            Effect::Changes { idempotent } => (false, true, idempotent),
+        };
+        Annotations {
+            read_only,
+            destructive,
+            idempotent,
+            open_world: !matches!(self, Effect::Offline),
+        }
+    }
 }
 
 /// The input of a tool that takes none: `{}`, and nothing else.
@@ -136,8 +185,10 @@ pub struct NoInput {}
 /// A registry row: the tool's metadata and its entry points, monomorphised per tool.
 pub struct Entry {
     pub(crate) name: &'static str,
+    pub(crate) title: &'static str,
     pub(crate) description: &'static str,
     pub(crate) read_only: bool,
+    pub(crate) effect: Effect,
     pub(crate) input_schema: fn() -> String,
     pub(crate) output_schema: fn() -> String,
     pub(crate) call: fn(&str, &mut Session<'_>) -> Result<String, ToolError>,
@@ -146,8 +197,10 @@ pub struct Entry {
 pub const fn entry<T: Tool>() -> Entry {
     Entry {
         name: T::NAME,
+        title: T::TITLE,
         description: T::DESCRIPTION,
         read_only: T::READ_ONLY,
+        effect: T::EFFECT,
         input_schema: input_schema::<T::Input>,
         output_schema: output_schema::<T::Output>,
         call: call::<T>,

@@ -8,10 +8,12 @@ wasmtime::component::bindgen!({
         "wasi:http": wasmtime_wasi_http::p2::bindings::http,
         "wasi:io": wasmtime_wasi::p2::bindings::io,
         "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
+        "crm:plugin/result-files.result-file": crate::files::ResultFile,
     },
     require_store_data_send: true,
 });
 
+pub use exports::crm::plugin::tool_metadata::{ToolAnnotations, ToolMetadata};
 pub use exports::crm::plugin::tools::{CallContext, ToolError, ToolSpec};
 
 impl ToolError {

@@ -10,13 +10,13 @@ use crate::backend::Backend;
 use crate::bindings::{CallContext, ToolError, ToolSpec};
 use crate::hooks::{BrokerHooks, BrokerOrigin, Credential};
 use crate::mappings::{MappingDb, MappingLocation};
-use crate::runtime::{PluginVersion, Runtime};
+use crate::runtime::{PluginVersion, Runtime, TenantResources};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 use url::Url;
-use wasmtime_wasi::{FsPerms, WasiCtx};
+use wasmtime_wasi_config::WasiConfigVariables;
 
 /// The configuration variable that carries the broker URL into the component.
 const PROXY_BASE_VAR: &str = "CRM_PROXY_BASE";
@@ -28,25 +28,26 @@ pub struct TenantSpec {
     /// The tenant's broker, e.g. `https://broker.example.com`; the only origin its calls reach.
     pub proxy_base: Url,
     pub credential: Credential,
-    /// Non-secret settings passed to the component as environment variables (`CRM_*`,
-    /// documented in the README). `CRM_PROXY_BASE` is always taken from `proxy_base`.
+    /// Non-secret settings served to the component by `wasi:config/store` (`CRM_*`, documented
+    /// in the README). `CRM_PROXY_BASE` is always taken from `proxy_base`.
     pub settings: Vec<(String, String)>,
-    /// A directory only this tenant's calls may write, for large query results (JSON Lines).
-    /// The component sees it as `/results`; `None` keeps every result inline.
+    /// A directory only this tenant's calls may write, for large query results (JSON Lines),
+    /// through `result-files`; `None` keeps every result inline.
     pub results_dir: Option<PathBuf>,
     /// Where the tenant's user/owner mappings and created-record ids are kept.
     pub mappings: MappingLocation,
 }
 
-/// Where a tenant's results directory appears inside the component.
-const RESULTS_GUEST_DIR: &str = "/results";
+/// What the component is told about its results directory: files are on. It names files,
+/// never paths, so this is only a label; `CRM_RESULTS_HOST_DIR` is where the user finds them.
+const RESULTS_LABEL: &str = "/results";
 
 /// A registered tenant, immutable once built; a swap replaces the whole entry.
 struct TenantEntry {
     tenant_id: Arc<str>,
     origin: BrokerOrigin,
     credential: Credential,
-    env: Vec<(String, String)>,
+    config: Arc<WasiConfigVariables>,
     results_dir: Option<PathBuf>,
     mappings: Arc<MappingDb>,
     plugin: Arc<PluginVersion>,
@@ -119,12 +120,12 @@ impl Host {
         let origin = BrokerOrigin::from_url(&spec.proxy_base).ok_or_else(|| {
             CallError::BadTenant(spec.tenant_id.clone(), "the proxy base has no host".into())
         })?;
-        let mut env: Vec<(String, String)> = spec
+        let mut settings: Vec<(String, String)> = spec
             .settings
             .into_iter()
             .filter(|(k, _)| k.starts_with("CRM_") && k != PROXY_BASE_VAR)
             .collect();
-        env.push((PROXY_BASE_VAR.into(), spec.proxy_base.to_string()));
+        settings.push((PROXY_BASE_VAR.into(), spec.proxy_base.to_string()));
         let results_dir = match spec.results_dir {
             Some(dir) => {
                 let bad = |e: std::io::Error| {
@@ -135,8 +136,8 @@ impl Host {
                 };
                 std::fs::create_dir_all(&dir).map_err(bad)?;
                 let dir = dir.canonicalize().map_err(bad)?;
-                env.push(("CRM_RESULTS_DIR".into(), RESULTS_GUEST_DIR.into()));
-                env.push(("CRM_RESULTS_HOST_DIR".into(), dir.display().to_string()));
+                settings.push(("CRM_RESULTS_DIR".into(), RESULTS_LABEL.into()));
+                settings.push(("CRM_RESULTS_HOST_DIR".into(), dir.display().to_string()));
                 Some(dir)
             }
             None => None,
@@ -148,7 +149,7 @@ impl Host {
             tenant_id: spec.tenant_id.as_str().into(),
             origin,
             credential: spec.credential,
-            env,
+            config: Arc::new(settings.into_iter().collect()),
             results_dir,
             mappings: Arc::new(mappings),
             plugin,
@@ -185,7 +186,7 @@ impl Host {
             tenant_id: old.tenant_id.clone(),
             origin: old.origin.clone(),
             credential: old.credential.clone(),
-            env: old.env.clone(),
+            config: old.config.clone(),
             results_dir: old.results_dir.clone(),
             mappings: old.mappings.clone(),
             plugin,
@@ -214,14 +215,12 @@ impl Host {
         user_id: &str,
     ) -> Result<wasmtime::Store<crate::runtime::CallState>, CallError> {
         let limits = self.runtime.limits();
-        // Only this tenant's settings and results directory; no stdio, no sockets.
-        let mut wasi = WasiCtx::builder();
-        wasi.envs(&entry.env);
-        if let Some(dir) = &entry.results_dir {
-            wasi.preopened_dir(dir, RESULTS_GUEST_DIR, FsPerms::ReadWrite)
-                .map_err(|e| CallError::Plugin(format!("opening the results directory: {e}")))?;
-        }
-        let wasi = wasi.build();
+        // Only this tenant's settings, results directory and mapping store.
+        let tenant = TenantResources {
+            config: entry.config.clone(),
+            results_dir: entry.results_dir.clone(),
+            mappings: entry.mappings.clone(),
+        };
         let hooks = BrokerHooks {
             tenant: entry.tenant_id.clone(),
             origin: entry.origin.clone(),
@@ -231,9 +230,7 @@ impl Host {
             max_timeout: limits.http_timeout,
             max_request_bytes: limits.max_request_bytes,
         };
-        Ok(self
-            .runtime
-            .store(wasi, hooks, entry.mappings.clone(), user_id.into()))
+        Ok(self.runtime.store(tenant, hooks, user_id.into()))
     }
 
     /// The tools the tenant's component offers.

@@ -5,7 +5,8 @@
 //! fresh [`Store`] with a memory limit and an epoch deadline, so calls share nothing.
 
 use crate::bindings::PluginPre;
-use crate::bindings::crm::plugin::mapping_store;
+use crate::bindings::crm::plugin::{mapping_store, result_files};
+use crate::files::ResultsDir;
 use crate::hooks::BrokerHooks;
 use crate::mappings::{MappingDb, StoredMapping};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,8 +17,14 @@ use wasmtime::{
     Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store,
     StoreLimits, StoreLimitsBuilder,
 };
+use wasmtime_wasi::cli::{WasiCli, WasiCliView};
+use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
+use wasmtime_wasi::p2::bindings::{cli, clocks, random};
+use wasmtime_wasi::random::WasiRandom;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_config::{WasiConfig, WasiConfigVariables};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpView};
+use wasmtime_wasi_io::IoView;
 
 /// How often the epoch advances; deadlines are counted in these ticks.
 const EPOCH_TICK: Duration = Duration::from_millis(10);
@@ -31,6 +38,8 @@ pub struct HostLimits {
     pub call_timeout: Duration,
     /// Ceiling for one HTTP request.
     pub http_timeout: Duration,
+    /// Largest file a component may write to a tenant's results directory.
+    pub max_result_file_bytes: u64,
     /// Largest request body a component may send.
     pub max_request_bytes: usize,
     /// Calls that may run at once (pooling allocator slots).
@@ -43,17 +52,23 @@ impl Default for HostLimits {
             memory_bytes: 128 << 20,
             call_timeout: Duration::from_secs(120),
             http_timeout: Duration::from_secs(30),
+            max_result_file_bytes: 1 << 30,
             max_request_bytes: 4 << 20,
             concurrent_calls: 64,
         }
     }
 }
 
-/// Everything one call's store holds: that tenant's WASI context and hooks, nothing shared.
+/// Everything one call's store holds: that tenant's clocks, settings, results directory and
+/// hooks, nothing shared.
 pub struct CallState {
     wasi: WasiCtx,
     http: WasiHttpCtx,
-    table: ResourceTable,
+    pub(crate) table: ResourceTable,
+    /// The tenant's settings, served by `wasi:config/store`.
+    config: Arc<WasiConfigVariables>,
+    /// The tenant's results directory, served by `result-files`.
+    pub(crate) results: Option<ResultsDir>,
     hooks: BrokerHooks,
     limits: PeakTracking,
     /// The serving tenant's mapping store, and the user the call acts for.
@@ -169,6 +184,12 @@ impl WasiView for CallState {
     }
 }
 
+impl IoView for CallState {
+    fn table(&mut self) -> &mut ResourceTable {
+        &mut self.table
+    }
+}
+
 impl WasiHttpView for CallState {
     fn http(&mut self) -> WasiHttpCtxView<'_> {
         WasiHttpCtxView {
@@ -218,10 +239,7 @@ impl Runtime {
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pooling))
             .epoch_interruption(true);
         let engine = Engine::new(&config)?;
-        let mut linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut linker)?;
-        wasmtime_wasi_http::p2::add_only_http_to_linker_async(&mut linker)?;
-        mapping_store::add_to_linker::<CallState, HasSelf<CallState>>(&mut linker, |s| s)?;
+        let linker = plugin_linker(&engine)?;
 
         let stop_ticker = Arc::new(AtomicBool::new(false));
         let ticker_engine = engine.weak();
@@ -282,17 +300,22 @@ impl Runtime {
     /// A fresh store for one call, limited in memory and time.
     pub(crate) fn store(
         &self,
-        wasi: WasiCtx,
+        tenant: TenantResources,
         hooks: BrokerHooks,
-        mappings: Arc<MappingDb>,
         user_id: String,
     ) -> Store<CallState> {
         let state = CallState {
-            wasi,
+            // Clocks only: no environment, arguments, stdio, preopens or sockets (none is linked).
+            wasi: WasiCtx::builder().build(),
             http: WasiHttpCtx::new(),
             table: ResourceTable::new(),
+            config: tenant.config,
+            results: tenant.results_dir.map(|dir| ResultsDir {
+                dir,
+                max_file_bytes: self.limits.max_result_file_bytes,
+            }),
+            mappings: tenant.mappings,
             hooks,
-            mappings,
             user_id,
             limits: PeakTracking {
                 limits: StoreLimitsBuilder::new()
@@ -309,6 +332,42 @@ impl Runtime {
         store.epoch_deadline_trap();
         store
     }
+}
+
+/// What a call's store gets from its tenant: settings, results directory, mapping store.
+pub(crate) struct TenantResources {
+    pub(crate) config: Arc<WasiConfigVariables>,
+    pub(crate) results_dir: Option<std::path::PathBuf>,
+    pub(crate) mappings: Arc<MappingDb>,
+}
+
+/// The interfaces the `plugin` world imports, and nothing else: `wasi:io` and `wasi:http` for
+/// the way out, the two clocks, `wasi:config/store`, `mapping-store` and `result-files`, and
+/// the pieces of `wasi:cli` and `wasi:random` Rust's standard library imports, with nothing
+/// behind them (the store's `WasiCtx` has no variables, no stdin, discards output). A component
+/// importing anything more (sockets, the filesystem, real randomness) fails to load.
+fn plugin_linker(engine: &Engine) -> wasmtime::Result<Linker<CallState>> {
+    let mut linker = Linker::new(engine);
+    let l = &mut linker;
+    wasmtime_wasi_io::add_to_linker_async(l)?;
+    clocks::monotonic_clock::add_to_linker::<CallState, WasiClocks>(l, |s| s.clocks())?;
+    clocks::wall_clock::add_to_linker::<CallState, WasiClocks>(l, |s| s.clocks())?;
+    wasmtime_wasi_http::p2::add_only_http_to_linker_async(l)?;
+    cli::environment::add_to_linker::<CallState, WasiCli>(l, |s| s.cli())?;
+    cli::exit::add_to_linker::<CallState, WasiCli>(l, |s| s.cli())?;
+    cli::stdin::add_to_linker::<CallState, WasiCli>(l, |s| s.cli())?;
+    cli::stdout::add_to_linker::<CallState, WasiCli>(l, |s| s.cli())?;
+    cli::stderr::add_to_linker::<CallState, WasiCli>(l, |s| s.cli())?;
+    cli::terminal_input::add_to_linker::<CallState, WasiCli>(l, |s| s.cli())?;
+    cli::terminal_output::add_to_linker::<CallState, WasiCli>(l, |s| s.cli())?;
+    cli::terminal_stdin::add_to_linker::<CallState, WasiCli>(l, |s| s.cli())?;
+    cli::terminal_stdout::add_to_linker::<CallState, WasiCli>(l, |s| s.cli())?;
+    cli::terminal_stderr::add_to_linker::<CallState, WasiCli>(l, |s| s.cli())?;
+    random::insecure_seed::add_to_linker::<CallState, WasiRandom>(l, |s| s.wasi.random())?;
+    wasmtime_wasi_config::add_to_linker(l, |s: &mut CallState| WasiConfig::from(&*s.config))?;
+    mapping_store::add_to_linker::<CallState, HasSelf<CallState>>(l, |s| s)?;
+    result_files::add_to_linker::<CallState, HasSelf<CallState>>(l, |s| s)?;
+    Ok(linker)
 }
 
 /// FNV-1a over the bytes: an identifier for audit lines, not a security measure.

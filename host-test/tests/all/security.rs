@@ -70,10 +70,10 @@ async fn a_guest_can_neither_set_nor_see_the_credential() {
         Some("cred-one")
     );
 
-    let env = probe_report(f.host.call(call("t1", "env", json!(null))).await).to_string();
+    let env = probe_report(f.host.call(call("t1", "config", json!(null))).await).to_string();
     assert!(
         !env.contains("cred-one"),
-        "the credential is not in the guest's environment: {env}"
+        "the credential is not in the guest's configuration: {env}"
     );
 }
 
@@ -235,8 +235,8 @@ async fn tenants_never_see_each_others_credential_or_configuration() {
     let p = probe(&runtime());
     f.host.swap_version("t1", p.clone()).unwrap();
     f.host.swap_version("t2", p).unwrap();
-    let env1 = probe_report(f.host.call(call("t1", "env", json!(null))).await).to_string();
-    let env2 = probe_report(f.host.call(call("t2", "env", json!(null))).await).to_string();
+    let env1 = probe_report(f.host.call(call("t1", "config", json!(null))).await).to_string();
+    let env2 = probe_report(f.host.call(call("t2", "config", json!(null))).await).to_string();
     assert!(
         env1.contains("broker-one") && !env1.contains("broker-two") && !env1.contains("61.0"),
         "{env1}"
@@ -411,4 +411,105 @@ async fn connection_failures_on_reads_are_retried_then_reported() {
     assert_eq!(kind, "unavailable");
     assert!(message.contains("3 attempts"), "{message}");
     assert_eq!(f.stub.requests().len(), 3);
+}
+
+/// Every interface the shipped component imports: exactly the `plugin` world's. A new one (a
+/// dependency reaching for sockets, the filesystem or the environment, say) fails here first,
+/// and then fails to load, since the host links nothing else.
+#[test]
+fn the_component_imports_exactly_what_its_world_declares() {
+    let runtime = runtime();
+    let engine = runtime.engine();
+    let component =
+        wasmtime::component::Component::from_file(engine, crm_host::COMPONENT_PATH).unwrap();
+    let mut imports: Vec<String> = component
+        .component_type()
+        .imports(engine)
+        .map(|(name, _)| name.to_string())
+        .collect();
+    imports.sort();
+    assert_eq!(
+        imports,
+        [
+            "crm:plugin/mapping-store@0.1.0",
+            "crm:plugin/result-files@0.1.0",
+            "wasi:cli/environment@0.2.12",
+            "wasi:cli/exit@0.2.12",
+            "wasi:cli/stderr@0.2.12",
+            "wasi:cli/stdin@0.2.12",
+            "wasi:cli/stdout@0.2.12",
+            "wasi:cli/terminal-input@0.2.12",
+            "wasi:cli/terminal-output@0.2.12",
+            "wasi:cli/terminal-stderr@0.2.12",
+            "wasi:cli/terminal-stdin@0.2.12",
+            "wasi:cli/terminal-stdout@0.2.12",
+            "wasi:clocks/monotonic-clock@0.2.12",
+            "wasi:clocks/wall-clock@0.2.12",
+            "wasi:config/store@0.2.0-rc.1",
+            "wasi:http/outgoing-handler@0.2.12",
+            "wasi:http/types@0.2.12",
+            "wasi:io/error@0.2.12",
+            "wasi:io/poll@0.2.12",
+            "wasi:io/streams@0.2.12",
+            "wasi:random/insecure-seed@0.2.12",
+        ]
+    );
+}
+
+/// A component that imports one function `func: func() -> u64` of `interface`, in the component
+/// binary format: preamble, a type section with that instance type, an import section.
+fn component_importing(interface: &str, func: &str) -> Vec<u8> {
+    let name = |text: &str| {
+        let mut bytes = vec![0, text.len() as u8];
+        bytes.extend(text.as_bytes());
+        bytes
+    };
+    // An instance type (0x42) with two declarations: a function type (0x40) taking nothing
+    // and returning a u64 (0x77), and an export of that function (0x04 .. 0x01 0).
+    let mut instance = vec![0x42, 2, 0x01, 0x40, 0, 0, 0x77, 0x04];
+    instance.extend(name(func));
+    instance.extend([0x01, 0]);
+    let mut types = vec![1];
+    types.extend(instance);
+    // One import of type 0 as an instance (0x05).
+    let mut imports = vec![1];
+    imports.extend(name(interface));
+    imports.extend([0x05, 0]);
+    let mut wasm = b"\0asm\x0d\x00\x01\x00".to_vec();
+    for (id, section) in [(7u8, types), (10, imports)] {
+        wasm.extend([id, section.len() as u8]);
+        wasm.extend(section);
+    }
+    wasm
+}
+
+#[test]
+fn a_component_asking_for_any_other_capability_is_refused_at_load() {
+    let runtime = runtime();
+    // An import of the world links; such a component is then refused only for lacking the
+    // tools...
+    let err = runtime
+        .load(&component_importing(
+            "wasi:clocks/monotonic-clock@0.2.12",
+            "now",
+        ))
+        .err()
+        .unwrap();
+    assert!(format!("{err:#}").contains("crm:plugin/tools"), "{err:#}");
+    // ...and one that asks for anything the world does not import fails to link.
+    for (interface, func) in [
+        ("wasi:random/random@0.2.12", "get-random-u64"),
+        ("wasi:random/insecure@0.2.12", "get-insecure-random-u64"),
+    ] {
+        let err = runtime
+            .load(&component_importing(interface, func))
+            .err()
+            .unwrap_or_else(|| panic!("a component importing {interface} was loaded"));
+        let err = format!("{err:#}");
+        assert!(
+            !err.contains("crm:plugin/tools"),
+            "{interface} linked: {err}"
+        );
+        assert!(err.contains(interface), "{interface}: {err}");
+    }
 }

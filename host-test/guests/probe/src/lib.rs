@@ -28,9 +28,13 @@ impl Guest for Probe {
     /// `name` picks the attempt; `input` is the target URL where one is needed.
     fn call_tool(_ctx: CallContext, name: String, input: String) -> Result<String, ToolError> {
         let report = match name.as_str() {
-            "env" => {
-                let vars: Vec<String> = std::env::vars().map(|(k, v)| format!("{k}={v}")).collect();
-                format!("{{\"env\":{:?}}}", vars)
+            "config" => {
+                let vars: Vec<String> = wasi::config::store::get_all()
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
+                format!("{{\"config\":{:?}}}", vars)
             }
             "set-credential" => {
                 let fields = Fields::new();
@@ -94,6 +98,12 @@ fn send(method: Method, url: &str) -> String {
         }
         Some(Ok(Err(code))) => format!("{{\"error\":{:?}}}", format!("{code:?}")),
         other => format!("{{\"error\":{:?}}}", format!("{other:?}")),
+    }
+}
+
+impl exports::crm::plugin::tool_metadata::Guest for Probe {
+    fn list_tool_metadata() -> Vec<exports::crm::plugin::tool_metadata::ToolMetadata> {
+        Vec::new()
     }
 }
 

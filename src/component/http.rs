@@ -1,107 +1,20 @@
-//! The thin shell: generated bindings, the `tools` export, and a [`Transport`] over
-//! `wasi:http/outgoing-handler`. Nothing here decides anything; it only moves data between
-//! WASI and the core.
+//! `wasi:http/outgoing-handler` as the core's [`Transport`], and the WASI clocks behind its
+//! sleeps and timestamps.
 
-use crate::config::Config;
-use crate::context::CallContext;
-use crate::error::ToolError;
-use crate::http::{Method, Request, Response, Transport, TransportError};
-use crate::mapping::{CreatedRecord, Mapping, MappingKind, MappingStore, StoreError};
-use crate::registry;
-use crate::sys::DirFiles;
-use crate::tool::Session;
-use std::time::Duration;
-
-wit_bindgen::generate!({
-    world: "plugin",
-    path: "wit",
-    generate_all,
-});
-
-use crm::plugin::mapping_store as wit_store;
-use exports::crm::plugin::tools as wit;
-use wasi::clocks::{monotonic_clock, wall_clock};
-use wasi::http::outgoing_handler;
-use wasi::http::types::{
+use super::wasi::clocks::{monotonic_clock, wall_clock};
+use super::wasi::http::outgoing_handler;
+use super::wasi::http::types::{
     ErrorCode, Fields, IncomingBody, Method as WasiMethod, OutgoingBody, OutgoingRequest,
     RequestOptions, Scheme,
 };
-use wasi::io::streams::StreamError;
-
-struct Plugin;
-
-impl wit::Guest for Plugin {
-    fn list_tools() -> Vec<wit::ToolSpec> {
-        registry::list_tools()
-            .into_iter()
-            .map(|spec| wit::ToolSpec {
-                name: spec.name.into(),
-                description: spec.description.into(),
-                input_schema: spec.input_schema,
-                read_only: spec.read_only,
-            })
-            .collect()
-    }
-
-    fn call_tool(
-        ctx: wit::CallContext,
-        name: String,
-        input: String,
-    ) -> Result<String, wit::ToolError> {
-        let ctx = CallContext {
-            tenant_id: ctx.tenant_id,
-            user_id: ctx.user_id,
-            granted_scopes: ctx.granted_scopes,
-            instance_url: ctx.instance_url,
-        };
-        let config = Config::from_vars(std::env::vars());
-        let max_response_bytes = config
-            .as_ref()
-            .map(|c| c.limits.max_response_bytes)
-            .unwrap_or_default();
-        let timeout = config
-            .as_ref()
-            .map(|c| c.limits.http_timeout)
-            .unwrap_or_default();
-        let mut transport = WasiHttp {
-            max_response_bytes,
-            timeout,
-        };
-        let mut store = HostMappingStore;
-        let mut files = config
-            .as_ref()
-            .ok()
-            .and_then(|c| c.results.dir.as_deref())
-            .map(DirFiles::new);
-        let mut session =
-            Session::new(&ctx, config.as_ref(), &mut transport).with_store(&mut store);
-        if let Some(files) = files.as_mut() {
-            session = session.with_files(files);
-        }
-        registry::call_tool(&name, &input, &mut session).map_err(to_wit)
-    }
-}
-
-export!(Plugin);
-
-fn to_wit(err: ToolError) -> wit::ToolError {
-    match err {
-        ToolError::NotConnected(m) => wit::ToolError::NotConnected(m),
-        ToolError::MissingScopes(s) => wit::ToolError::MissingScopes(s),
-        ToolError::Forbidden(m) => wit::ToolError::Forbidden(m),
-        ToolError::InvalidInput(m) => wit::ToolError::InvalidInput(m),
-        ToolError::NotFound(m) => wit::ToolError::NotFound(m),
-        ToolError::RateLimited(s) => wit::ToolError::RateLimited(s),
-        ToolError::Unavailable(m) => wit::ToolError::Unavailable(m),
-        ToolError::OutcomeUnknown(m) => wit::ToolError::OutcomeUnknown(m),
-        ToolError::CrmError(problem) => wit::ToolError::CrmError(problem.to_string()),
-    }
-}
+use super::wasi::io::streams::StreamError;
+use crate::http::{Method, Request, Response, Transport, TransportError};
+use std::time::Duration;
 
 /// `wasi:http` as the core's transport.
-struct WasiHttp {
-    max_response_bytes: usize,
-    timeout: Duration,
+pub(super) struct WasiHttp {
+    pub(super) max_response_bytes: usize,
+    pub(super) timeout: Duration,
 }
 
 /// Largest write `blocking-write-and-flush` accepts.
@@ -155,57 +68,6 @@ impl Transport for WasiHttp {
     fn now_unix_millis(&mut self) -> u64 {
         let now = wall_clock::now();
         now.seconds * 1000 + u64::from(now.nanoseconds / 1_000_000)
-    }
-}
-
-/// The host's `mapping-store` import for this call's tenant.
-struct HostMappingStore;
-
-fn to_wit_kind(kind: MappingKind) -> wit_store::MappingKind {
-    match kind {
-        MappingKind::User => wit_store::MappingKind::User,
-        MappingKind::Owner => wit_store::MappingKind::Owner,
-    }
-}
-
-impl MappingStore for HostMappingStore {
-    fn list(&mut self, kind: MappingKind) -> Result<Vec<Mapping>, StoreError> {
-        wit_store::list_mappings(to_wit_kind(kind))
-            .map_err(StoreError)?
-            .into_iter()
-            .map(|m| {
-                let fields = serde_json::from_str(&m.fields).map_err(|e| {
-                    StoreError(format!("a stored mapping is not a JSON object: {e}"))
-                })?;
-                Ok(Mapping {
-                    kind: match m.kind {
-                        wit_store::MappingKind::User => MappingKind::User,
-                        wit_store::MappingKind::Owner => MappingKind::Owner,
-                    },
-                    crm_id: m.crm_id,
-                    fields,
-                    deleted: m.deleted,
-                })
-            })
-            .collect()
-    }
-
-    fn put(&mut self, mappings: &[Mapping]) -> Result<(), StoreError> {
-        let mappings: Vec<wit_store::Mapping> = mappings
-            .iter()
-            .map(|m| wit_store::Mapping {
-                kind: to_wit_kind(m.kind),
-                crm_id: m.crm_id.clone(),
-                fields: serde_json::Value::Object(m.fields.clone()).to_string(),
-                deleted: m.deleted,
-            })
-            .collect();
-        wit_store::put_mappings(&mappings).map_err(StoreError)
-    }
-
-    fn record_created(&mut self, record: &CreatedRecord) -> Result<(), StoreError> {
-        wit_store::record_created(record.crm, &record.object_type, &record.record_id)
-            .map_err(StoreError)
     }
 }
 
@@ -304,7 +166,7 @@ fn read_body(
                 }
                 Err(StreamError::Closed) => break,
                 Err(StreamError::LastOperationFailed(err)) => {
-                    let code = wasi::http::types::http_error_code(&err);
+                    let code = super::wasi::http::types::http_error_code(&err);
                     return Err(match code {
                         Some(code) => from_error_code(code, timeout),
                         None => TransportError::Interrupted(err.to_debug_string()),

@@ -1,0 +1,127 @@
+//! `result-files`: the calling tenant's results directory, the one place a component writes.
+//!
+//! The component names files, never paths: a name is 1 to 128 characters of letters, digits,
+//! `.`, `-` and `_`, not starting with a dot, so no name can leave the directory or hide a file.
+//! Each call's store holds only its own tenant's directory.
+
+use crate::bindings::crm::plugin::result_files;
+use crate::runtime::CallState;
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use wasmtime::component::Resource;
+
+/// Longest file name a component may use.
+const MAX_NAME_LEN: usize = 128;
+
+/// A result file being written, as the component's `result-file` resource.
+pub struct ResultFile {
+    file: File,
+    written: u64,
+}
+
+/// One tenant's results directory with the per-file size ceiling, as a call's store holds it.
+#[derive(Debug, Clone)]
+pub(crate) struct ResultsDir {
+    pub(crate) dir: PathBuf,
+    pub(crate) max_file_bytes: u64,
+}
+
+/// The directory's path for a plain file name, or why the name is refused.
+fn path_in(dir: &Path, name: &str) -> Result<PathBuf, String> {
+    let plain = (1..=MAX_NAME_LEN).contains(&name.len())
+        && !name.starts_with('.')
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._-".contains(&b));
+    if plain {
+        Ok(dir.join(name))
+    } else {
+        Err(format!(
+            "{name:?} is not a plain file name (1 to {MAX_NAME_LEN} letters, digits, '.', '-', '_')"
+        ))
+    }
+}
+
+impl CallState {
+    fn results_dir(&self) -> Result<&ResultsDir, String> {
+        self.results
+            .as_ref()
+            .ok_or_else(|| "this tenant has no results directory".to_string())
+    }
+}
+
+impl result_files::Host for CallState {
+    fn create(&mut self, name: String) -> Result<Resource<ResultFile>, String> {
+        let path = path_in(&self.results_dir()?.dir, &name)?;
+        let file = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(|e| format!("creating {name}: {e}"))?;
+        self.table
+            .push(ResultFile { file, written: 0 })
+            .map_err(|e| e.to_string())
+    }
+
+    fn publish(&mut self, partial: String, final_: String) -> Result<(), String> {
+        let dir = &self.results_dir()?.dir;
+        let (from, to) = (path_in(dir, &partial)?, path_in(dir, &final_)?);
+        fs::rename(from, to).map_err(|e| format!("publishing {final_}: {e}"))
+    }
+
+    fn discard(&mut self, name: String) {
+        if let Ok(path) = self.results_dir().and_then(|r| path_in(&r.dir, &name)) {
+            let _ = fs::remove_file(path);
+        }
+    }
+}
+
+impl result_files::HostResultFile for CallState {
+    fn write(&mut self, file: Resource<ResultFile>, bytes: Vec<u8>) -> Result<(), String> {
+        let max = self.results_dir()?.max_file_bytes;
+        let file = self.table.get_mut(&file).map_err(|e| e.to_string())?;
+        if file.written + bytes.len() as u64 > max {
+            return Err(format!(
+                "the result file would pass the host's limit of {max} bytes"
+            ));
+        }
+        file.file.write_all(&bytes).map_err(|e| e.to_string())?;
+        file.written += bytes.len() as u64;
+        Ok(())
+    }
+
+    fn drop(&mut self, file: Resource<ResultFile>) -> wasmtime::Result<()> {
+        self.table.delete(file)?;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_plain_names_reach_the_directory() {
+        let dir = Path::new("/tenant");
+        assert_eq!(
+            path_in(dir, "query-1a2b.jsonl").unwrap(),
+            dir.join("query-1a2b.jsonl")
+        );
+        for bad in [
+            "",
+            ".",
+            "..",
+            "../x",
+            "a/b",
+            "/etc/passwd",
+            ".hidden",
+            "a\\b",
+            "a b",
+            "%2e%2e",
+        ] {
+            assert!(path_in(dir, bad).is_err(), "{bad:?}");
+        }
+        assert!(path_in(dir, &"a".repeat(129)).is_err());
+    }
+}
