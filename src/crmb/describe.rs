@@ -1,6 +1,7 @@
 //! A compact view of Salesforce's describe: what a model needs to write SOQL and field maps,
 //! without the hundreds of kilobytes of the raw answer.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The parts of a describe answer that are kept (serde skips the rest while parsing).
@@ -83,50 +84,76 @@ pub struct FieldFilter {
     pub createable_only: bool,
 }
 
-/// One field as the assistant sees it.
-#[derive(Debug, Serialize, PartialEq)]
+/// One field of the object.
+#[derive(Debug, Serialize, JsonSchema, PartialEq)]
 pub struct FieldView {
+    /// Field API name, as used in SOQL and in field maps (e.g. StageName, Region__c).
     pub name: String,
+    /// The field's label in the Salesforce UI.
     pub label: String,
+    /// Salesforce field type, e.g. string, picklist, reference, currency, date, boolean.
     #[serde(rename = "type")]
     pub field_type: String,
+    /// Present for picklist, multipicklist and combobox fields: the active values.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub picklist_values: Option<Vec<String>>,
+    /// Present for lookups: the objects the field may point to.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub reference_to: Vec<String>,
+    /// Present for lookups: the name to reach the parent in SOQL (e.g. Account in Account.Name).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub relationship_name: Option<String>,
     /// Must be given on create: not nillable, createable, and not defaulted by Salesforce.
     pub required_on_create: bool,
+    /// The field can be set when creating a record.
     pub createable: bool,
+    /// The field can be changed on an existing record.
     pub updateable: bool,
+    /// A custom field (its API name ends in __c).
     pub custom: bool,
+    /// Present for text fields: the most characters the field holds.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub length: Option<u64>,
 }
 
-/// The compact describe.
-#[derive(Debug, Serialize)]
+/// A Salesforce object's fields, in compact form.
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct ObjectView {
+    /// Object API name.
     pub object: String,
+    /// The object's label in the Salesforce UI.
     pub label: String,
+    /// The object's plural label.
     pub label_plural: String,
+    /// The first three characters of this object's record ids; null for objects without ids
+    /// of their own.
     pub key_prefix: Option<String>,
+    /// A custom object (its API name ends in __c).
     pub custom: bool,
+    /// The user can query the object with SOQL.
     pub queryable: bool,
+    /// The user can create records of the object.
     pub createable: bool,
+    /// The user can update records of the object.
     pub updateable: bool,
+    /// How many fields the object has in all, before the filters.
     pub field_count: usize,
+    /// The fields that pass the filters.
     pub fields: Vec<FieldView>,
-    /// Child relationship names usable in subqueries, e.g. `(SELECT Id FROM Contacts)`.
+    /// Present when asked for: child relationship names usable in subqueries, e.g.
+    /// `(SELECT Id FROM Contacts)`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub child_relationships: Option<Vec<ChildView>>,
 }
 
-#[derive(Debug, Serialize)]
+/// A child relationship: records of another object that look up to this one.
+#[derive(Debug, Serialize, JsonSchema)]
 pub struct ChildView {
+    /// The name to use in a subquery's FROM, e.g. Contacts.
     pub relationship_name: String,
+    /// The child object's API name, e.g. Contact.
     pub child_object: String,
+    /// The child's lookup field to this object, e.g. AccountId.
     pub field: String,
 }
 

@@ -5,6 +5,7 @@ pub mod describe;
 pub mod errors;
 pub mod fields;
 pub mod ids;
+pub mod outputs;
 pub mod query;
 pub mod record_url;
 pub mod records;

@@ -3,8 +3,9 @@
 
 use super::client;
 use super::errors::parse_answer;
+use super::outputs::{FileFormat, InlineRecords, QueryResult, QueryRows, Record, ResultFile};
 use super::record_url::InstanceUrl;
-use super::records::map_record;
+use super::records::map_record_fields;
 use super::soql::{self, ValidatedQuery};
 use crate::config::{ApiVersion, Config};
 use crate::error::{Crm, CrmProblem, ToolError};
@@ -12,7 +13,6 @@ use crate::http::Request;
 use crate::proxy;
 use crate::tool::Session;
 use serde::Deserialize;
-use serde_json::{Value, json};
 use std::io::Write;
 
 /// Records returned inline when the caller gives no `max_records`.
@@ -22,7 +22,10 @@ pub const MAX_INLINE_RECORDS: u32 = 2000;
 /// Records shown as a preview when results go to a file.
 const PREVIEW_RECORDS: usize = 3;
 
-/// One page of a query answer.
+/// One page of a query answer, `{"totalSize", "done", "nextRecordsUrl"?, "records"}`
+/// (<https://developer.salesforce.com/docs/atlas.en-us.api_rest.meta/api_rest/dome_query.htm>).
+/// `nextRecordsUrl` is there only while `done` is false; `records` always is, empty for
+/// `SELECT COUNT()`, so a page without it is an unexpected answer, not an empty result.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Page {
@@ -30,8 +33,7 @@ struct Page {
     done: bool,
     #[serde(default)]
     next_records_url: Option<String>,
-    #[serde(default)]
-    records: Vec<Value>,
+    records: Vec<Record>,
 }
 
 /// Where a query's rows continue: Salesforce's query locator id and the row offset.
@@ -173,7 +175,7 @@ impl QueryRequest {
 }
 
 /// Runs the query and shapes the answer.
-pub fn run(request: QueryRequest, session: &mut Session<'_>) -> Result<Value, ToolError> {
+pub fn run(request: QueryRequest, session: &mut Session<'_>) -> Result<QueryResult, ToolError> {
     let config = session.config()?;
     let instance = InstanceUrl::if_known(session.ctx.instance_url.as_deref())?;
     let pager = Pager {
@@ -261,8 +263,8 @@ impl Pager<'_> {
         }
     }
 
-    fn map(&self, mut record: Value) -> Result<Value, ToolError> {
-        map_record(&mut record, self.instance)?;
+    fn map(&self, mut record: Record) -> Result<Record, ToolError> {
+        map_record_fields(&mut record, self.instance)?;
         Ok(record)
     }
 
@@ -273,7 +275,7 @@ impl Pager<'_> {
         mut page: Page,
         mut current: Option<Locator>,
         max_records: u32,
-    ) -> Result<Value, ToolError> {
+    ) -> Result<QueryResult, ToolError> {
         let total = page.total_size;
         let budget = self.config.results.inline_max_bytes;
         let mut records = Vec::new();
@@ -339,40 +341,49 @@ impl Pager<'_> {
     /// The inline answer; `through` is the row offset after the last record returned.
     fn inline_answer(
         &self,
-        records: Vec<Value>,
+        records: Vec<Record>,
         total: u64,
         through: u64,
         resume: Option<Locator>,
         reason: &str,
-    ) -> Value {
+    ) -> QueryResult {
         let remaining = total.saturating_sub(through);
-        let mut out = json!({
-            "object": self.query.object(),
-            "total_size": total,
-            "returned": records.len(),
-            "done": remaining == 0,
-            "records": records,
-        });
-        if remaining > 0 {
-            out["remaining_records"] = remaining.into();
-            let how = match &resume {
-                Some(locator) => {
-                    out["next_cursor"] = Cursor::new(locator.clone(), self.query).encode().into();
-                    format!(
-                        "stopped at {reason}: call again with the same query and next_cursor to get the next records"
-                    )
-                }
-                None => format!(
+        let done = remaining == 0;
+        // A cursor and advice only for a result that goes on.
+        let next_cursor = resume
+            .filter(|_| !done)
+            .map(|locator| Cursor::new(locator, self.query).encode());
+        let how_to_get_the_rest = (!done).then(|| {
+            if next_cursor.is_some() {
+                format!(
+                    "stopped at {reason}: call again with the same query and next_cursor to get the next records"
+                )
+            } else {
+                format!(
                     "stopped at {reason}: Salesforce gave no continuation for the rest; raise max_records (up to {MAX_INLINE_RECORDS}) or narrow the query with WHERE or LIMIT"
-                ),
-            };
-            out["how_to_get_the_rest"] = how.into();
+                )
+            }
+        });
+        QueryResult {
+            object: self.query.object().to_string(),
+            total_size: total,
+            done,
+            rows: QueryRows::Inline(InlineRecords {
+                returned: records.len(),
+                records,
+                remaining_records: (!done).then_some(remaining),
+                next_cursor,
+            }),
+            how_to_get_the_rest,
         }
-        out
     }
 
     /// Every record to a JSON Lines file, page by page so memory stays flat.
-    fn write_to_file(&self, session: &mut Session<'_>, first: Page) -> Result<Value, ToolError> {
+    fn write_to_file(
+        &self,
+        session: &mut Session<'_>,
+        first: Page,
+    ) -> Result<QueryResult, ToolError> {
         let results = &self.config.results;
         let dir = results.dir.as_deref().expect("checked by the caller");
         let stamp = session.now_unix_millis();
@@ -392,23 +403,21 @@ impl Pager<'_> {
             .publish(&partial, &name)
             .map_err(|e| file_error(&name, e))?;
         let shown_dir = results.host_dir.as_deref().unwrap_or(dir);
-        let mut out = json!({
-            "object": self.query.object(),
-            "file_path": format!("{}/{name}", shown_dir.trim_end_matches('/')),
-            "format": "jsonl",
-            "record_count": count,
-            "total_size": total,
-            "done": complete,
-            "columns": columns,
-            "preview": preview,
-        });
-        if !complete {
-            out["how_to_get_the_rest"] = format!(
+        Ok(QueryResult {
+            object: self.query.object().to_string(),
+            total_size: total,
+            done: complete,
+            rows: QueryRows::File(ResultFile {
+                file_path: format!("{}/{name}", shown_dir.trim_end_matches('/')),
+                format: FileFormat::Jsonl,
+                record_count: count,
+                columns,
+                preview,
+            }),
+            how_to_get_the_rest: (!complete).then(|| format!(
                 "the file holds the first {count} records (the per-file limit); narrow the query with WHERE to get the others"
-            )
-            .into();
-        }
-        Ok(out)
+            )),
+        })
     }
 
     #[allow(clippy::type_complexity)]
@@ -418,7 +427,7 @@ impl Pager<'_> {
         mut page: Page,
         file: Box<dyn Write>,
         path: &str,
-    ) -> Result<(u64, u64, Vec<String>, Vec<Value>, bool), ToolError> {
+    ) -> Result<(u64, u64, Vec<String>, Vec<Record>, bool), ToolError> {
         let limit = self.config.results.file_max_records;
         let mut out = std::io::BufWriter::with_capacity(64 * 1024, file);
         let total = page.total_size;
@@ -433,11 +442,9 @@ impl Pager<'_> {
                     return Ok((count, total, columns, preview, false));
                 }
                 let record = self.map(record)?;
-                if let Value::Object(fields) = &record {
-                    for key in fields.keys() {
-                        if !columns.iter().any(|c| c == key) {
-                            columns.push(key.clone());
-                        }
+                for key in record.keys() {
+                    if !columns.iter().any(|c| c == key) {
+                        columns.push(key.clone());
                     }
                 }
                 serde_json::to_writer(&mut out, &record).map_err(|e| file_error(path, e.into()))?;

@@ -18,14 +18,30 @@ pub fn map_record(record: &mut Value, instance: Option<&InstanceUrl>) -> Result<
     map_at(record, instance, 1)
 }
 
+/// As [`map_record`], for a record the answer's typed envelope already read as a JSON object.
+pub(crate) fn map_record_fields(
+    fields: &mut Map<String, Value>,
+    instance: Option<&InstanceUrl>,
+) -> Result<(), ToolError> {
+    map_fields(fields, instance, 1)
+}
+
 fn map_at(
     record: &mut Value,
     instance: Option<&InstanceUrl>,
     depth: usize,
 ) -> Result<(), ToolError> {
-    let Value::Object(fields) = record else {
-        return Ok(());
-    };
+    match record {
+        Value::Object(fields) => map_fields(fields, instance, depth),
+        _ => Ok(()),
+    }
+}
+
+fn map_fields(
+    fields: &mut Map<String, Value>,
+    instance: Option<&InstanceUrl>,
+    depth: usize,
+) -> Result<(), ToolError> {
     if depth > MAX_RECORD_DEPTH {
         return Err(too_deep());
     }

@@ -1,21 +1,21 @@
 //! The `crmb_*` tools.
 
 use super::client;
-use super::describe::{FieldFilter, RawDescribe, compact};
+use super::describe::{FieldFilter, ObjectView, RawDescribe, compact};
 use super::errors::{map_error, parse_answer};
 use super::fields::FieldValues;
 use super::ids::{ApiName, SalesforceId};
+use super::outputs::{FetchedRecord, NewRecord, QueryResult, Record, RecordLink, UpdatedRecord};
 use super::query::{self, QueryRequest};
 use super::record_url::InstanceUrl;
-use super::records::map_record;
-use crate::error::{Crm, CrmProblem, ToolError};
+use super::records::map_record_fields;
+use crate::error::{Crm, ToolError};
 use crate::http::{Effect, Method, Request};
 use crate::mapping::CreatedRecord;
 use crate::proxy;
 use crate::tool::{Session, Tool};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 /// Key prefixes of the standard objects the spec names, to catch an id given for the wrong
 /// object before asking Salesforce.
@@ -67,12 +67,16 @@ impl Tool for GenerateRecordUrl {
         Use it when you already have a record id, e.g. from a query, and want to show a link.";
     const READ_ONLY: bool = true;
     type Input = RecordRef;
-    type Output = Value;
+    type Output = RecordLink;
 
     fn run(input: RecordRef, session: &mut Session<'_>) -> Result<Self::Output, ToolError> {
         check_prefix(&input.object, &input.record_id)?;
         let instance = InstanceUrl::from_context(session.ctx.instance_url.as_deref())?;
-        Ok(json!({"url": instance.record_url(&input.object, &input.record_id).as_str()}))
+        Ok(RecordLink {
+            url: instance
+                .record_url(&input.object, &input.record_id)
+                .to_string(),
+        })
     }
 }
 
@@ -102,7 +106,7 @@ impl Tool for GetRecord {
         fields they cannot read are absent.";
     const READ_ONLY: bool = true;
     type Input = GetRecordInput;
-    type Output = Value;
+    type Output = FetchedRecord;
 
     fn run(input: GetRecordInput, session: &mut Session<'_>) -> Result<Self::Output, ToolError> {
         check_prefix(&input.object, &input.record_id)?;
@@ -130,12 +134,11 @@ impl Tool for GetRecord {
         )?;
         let subject = format!("{} record {}", input.object, input.record_id);
         let response = client::send(session, &Request::get(Crm::Salesforce, url), &subject)?;
-        let record: serde_json::Map<String, Value> = parse_answer(&response, "the record")?;
-        let mut record = Value::Object(record);
-        map_record(&mut record, instance.as_ref())?;
+        let mut record: Record = parse_answer(&response, "the record")?;
+        map_record_fields(&mut record, instance.as_ref())?;
         let record_url =
             instance.map(|i| i.record_url(&input.object, &input.record_id).to_string());
-        Ok(json!({"record": record, "record_url": record_url}))
+        Ok(FetchedRecord { record, record_url })
     }
 }
 
@@ -173,7 +176,7 @@ impl Tool for RunSoqlQuery {
         when unsure of field names.";
     const READ_ONLY: bool = true;
     type Input = RunQueryInput;
-    type Output = Value;
+    type Output = QueryResult;
 
     fn run(input: RunQueryInput, session: &mut Session<'_>) -> Result<Self::Output, ToolError> {
         let request = QueryRequest::new(&input.query, input.max_records, input.cursor.as_deref())?;
@@ -213,7 +216,7 @@ impl Tool for GetObjectFields {
         Filters (name_contains, custom_only, createable_only) keep the answer short.";
     const READ_ONLY: bool = true;
     type Input = ObjectFieldsInput;
-    type Output = Value;
+    type Output = ObjectView;
 
     fn run(input: ObjectFieldsInput, session: &mut Session<'_>) -> Result<Self::Output, ToolError> {
         let config = session.config()?;
@@ -230,8 +233,7 @@ impl Tool for GetObjectFields {
             custom_only: input.custom_only,
             createable_only: input.createable_only,
         };
-        serde_json::to_value(compact(raw, &filter, input.include_child_relationships))
-            .map_err(|e| CrmProblem::unexpected_answer(Crm::Salesforce, 200, e.to_string()).into())
+        Ok(compact(raw, &filter, input.include_child_relationships))
     }
 }
 
@@ -246,10 +248,15 @@ pub struct CreateRecordInput {
     pub fields: FieldValues,
 }
 
-/// Creates answer `{id, success, errors}`.
+/// Salesforce's answer to a create:
+/// `{"id": "001D000000IqhSLIAZ", "errors": [], "success": true}`
+/// (<https://developer.salesforce.com/docs/atlas.en-us.api_rest.meta/api_rest/dome_sobject_create.htm>).
+/// A refused create answers an error list instead ([`map_error`]), so `errors` is not read.
 #[derive(Debug, Deserialize)]
 struct CreateAnswer {
     id: SalesforceId,
+    /// An answer carrying an id but no `success` still names a record that exists: it is taken
+    /// as created rather than reported as unknown.
     #[serde(default = "yes")]
     success: bool,
 }
@@ -270,7 +277,7 @@ impl Tool for CreateRecord {
         crmb_get_object_fields to see required fields.";
     const READ_ONLY: bool = false;
     type Input = CreateRecordInput;
-    type Output = Value;
+    type Output = NewRecord;
 
     fn run(input: CreateRecordInput, session: &mut Session<'_>) -> Result<Self::Output, ToolError> {
         let body = input.fields.to_body()?;
@@ -279,10 +286,11 @@ impl Tool for CreateRecord {
         let url = proxy::crm_b(config, &["sobjects", input.object.as_str()], &[])?;
         let request = Request::json(Crm::Salesforce, Method::Post, url, Effect::Write, &body);
         let response = client::send(session, &request, &format!("object {}", input.object))?;
-        let answer: CreateAnswer = parse_answer(&response, "the create answer").map_err(|_| {
+        let answer: CreateAnswer = serde_json::from_slice(&response.body).map_err(|why| {
             ToolError::OutcomeUnknown(format!(
-                "Salesforce answered {} to the create of a {} but without a readable record id; \
-                 check with crmb_run_soql_query whether it exists before creating it again",
+                "Salesforce answered {} to the create of a {} but without a readable record id \
+                 ({why}); check with crmb_run_soql_query whether it exists before creating it \
+                 again",
                 response.status, input.object
             ))
         })?;
@@ -294,15 +302,17 @@ impl Tool for CreateRecord {
             ));
         }
         let record_url = instance.map(|i| i.record_url(&input.object, &answer.id).to_string());
-        let mut out = json!({"id": answer.id.as_str(), "object": input.object.as_str(), "record_url": record_url});
-        if let Some(warning) = session.remember_created(CreatedRecord {
+        let warning = session.remember_created(CreatedRecord {
             crm: "salesforce",
             object_type: input.object.as_str().into(),
             record_id: answer.id.as_str().into(),
-        }) {
-            out["warning"] = warning.into();
-        }
-        Ok(out)
+        });
+        Ok(NewRecord {
+            id: answer.id,
+            object: input.object,
+            record_url,
+            warning,
+        })
     }
 }
 
@@ -330,7 +340,7 @@ impl Tool for UpdateRecord {
         retried.";
     const READ_ONLY: bool = false;
     type Input = UpdateRecordInput;
-    type Output = Value;
+    type Output = UpdatedRecord;
 
     fn run(input: UpdateRecordInput, session: &mut Session<'_>) -> Result<Self::Output, ToolError> {
         check_prefix(&input.object, &input.record_id)?;
@@ -347,9 +357,12 @@ impl Tool for UpdateRecord {
         client::send(session, &request, &subject)?;
         let record_url =
             instance.map(|i| i.record_url(&input.object, &input.record_id).to_string());
-        Ok(
-            json!({"id": input.record_id.as_str(), "object": input.object.as_str(), "record_url": record_url, "updated": true}),
-        )
+        Ok(UpdatedRecord {
+            id: input.record_id,
+            object: input.object,
+            record_url,
+            updated: true,
+        })
     }
 }
 

@@ -3,6 +3,7 @@ use crate::client::tests::{ScriptedTransport, response};
 use crate::config::keys;
 use crate::harness;
 use crate::http::{Response, Transport, TransportError};
+use serde_json::{Value, json};
 use std::time::Duration;
 
 const LOCATOR: &str = "01gRO0000016PIAYA2";
@@ -572,4 +573,45 @@ fn an_answer_nested_two_thousand_deep_is_a_typed_error() {
     let mut t = ScriptedTransport::new([response(200, &body)]);
     let err = run_with(&mut t, &config(&[]), json!({ "query": QUERY })).unwrap_err();
     assert!(matches!(err, ToolError::CrmError(_)), "{err:?}");
+}
+
+/// A query answer is `{"done", "totalSize", "records"}` (REST API Developer Guide, "Execute a
+/// SOQL Query"). One that lost a field, or spells it otherwise, is refused as an unexpected
+/// answer naming the field, not passed off as an empty or unsized result; so is a record that
+/// is not a JSON object.
+#[test]
+fn a_query_answer_of_another_shape_is_refused_naming_the_field() {
+    let record = json!({"attributes": {"type": "Account", "url": "/services/data/v65.0/sobjects/Account/001D000000IRFmaIAH"},
+                        "Name": "Test 1"});
+    for (answer, why) in [
+        (
+            json!({"done": true, "totalSize": 14, "rows": [record]}),
+            "missing field `records`",
+        ),
+        (
+            json!({"done": true, "total_size": 14, "records": [record]}),
+            "missing field `totalSize`",
+        ),
+        (
+            json!({"totalSize": 14, "records": [record]}),
+            "missing field `done`",
+        ),
+        (
+            json!({"done": true, "totalSize": 1, "records": ["Test 1"]}),
+            "expected a map",
+        ),
+    ] {
+        let mut t = ScriptedTransport::new([response(200, &answer.to_string())]);
+        let err = run_with(
+            &mut t,
+            &config(&[]),
+            json!({"query": "SELECT Name FROM Account"}),
+        )
+        .unwrap_err();
+        let ToolError::CrmError(problem) = &err else {
+            panic!("{answer}: {err:?}");
+        };
+        assert_eq!(problem.codes, ["UNEXPECTED_ANSWER"]);
+        assert!(problem.messages[0].contains(why), "{answer}: {problem}");
+    }
 }

@@ -4,6 +4,7 @@ use crate::context::CallContext;
 use crate::crmb::client::SERVED_VERSIONS;
 use crate::harness;
 use crate::http::Method;
+use serde_json::{Value, json};
 
 fn ctx() -> CallContext {
     harness::ctx(&[], Some("https://acme.my.salesforce.com"))
@@ -259,4 +260,107 @@ fn object_fields_are_compact_and_filtered() {
     )
     .unwrap_err();
     assert!(matches!(&err, ToolError::NotFound(m) if m.contains("Nope__c")));
+}
+
+/// The create answer as the REST API Developer Guide shows it ("Create a Record").
+const CREATED: &str = r#"{"id":"001D000000IqhSLIAZ","errors":[],"success":true}"#;
+
+/// The whole answers of create and update: id, object and link, plus a warning only when the
+/// new id could not be kept locally; a link Salesforce's org URL cannot give is null, not absent.
+#[test]
+fn create_and_update_answer_id_object_and_link() {
+    let input = json!({"object": "Account", "fields": {"Name": "Acme"}});
+    let mut t = ScriptedTransport::new([response(201, CREATED)]);
+    let mut store = crate::mapping::MemoryStore::default();
+    let config = harness::config(&[]);
+    let out = harness::call_with_store(
+        &mut t,
+        &mut store,
+        &ctx(),
+        &config,
+        "crmb_create_record",
+        &input,
+    )
+    .unwrap();
+    assert_eq!(
+        out,
+        json!({"id": "001D000000IqhSLIAZ", "object": "Account",
+               "record_url": "https://acme.lightning.force.com/lightning/r/Account/001D000000IqhSLIAZ/view"})
+    );
+    assert_eq!(store.created[0].record_id, "001D000000IqhSLIAZ");
+
+    let mut t = ScriptedTransport::new([response(201, CREATED)]);
+    let out = run(&mut t, &ctx(), "crmb_create_record", input).unwrap();
+    assert_eq!(out["id"], "001D000000IqhSLIAZ");
+    assert!(
+        out["warning"].as_str().unwrap().contains("was created"),
+        "{out}"
+    );
+
+    let no_org_url = harness::ctx(&[], None);
+    let mut t = ScriptedTransport::new([response(204, "")]);
+    let out = run(
+        &mut t,
+        &no_org_url,
+        "crmb_update_record",
+        json!({"object": "Opportunity", "record_id": "006000000000001", "fields": {"StageName": "Closed Won"}}),
+    )
+    .unwrap();
+    assert_eq!(
+        out,
+        json!({"id": "006000000000001", "object": "Opportunity", "record_url": null, "updated": true})
+    );
+}
+
+/// A create answer that lost its `id`, spells it `Id`, or carries something that is no record
+/// id cannot say which record now exists: the outcome is unknown, with the reason, and the
+/// create is not sent again.
+#[test]
+fn a_create_answer_without_a_readable_id_says_why_the_outcome_is_unknown() {
+    for (answer, why) in [
+        (
+            r#"{"Id":"001D000000IqhSLIAZ","errors":[],"success":true}"#,
+            "missing field `id`",
+        ),
+        (r#"{"errors":[],"success":true}"#, "missing field `id`"),
+        (
+            r#"{"id":"001D000000IqhSLIAA","errors":[],"success":true}"#,
+            "do not match the checksum",
+        ),
+    ] {
+        let mut t = ScriptedTransport::new([response(201, answer)]);
+        let err = run(
+            &mut t,
+            &ctx(),
+            "crmb_create_record",
+            json!({"object": "Account", "fields": {"Name": "Acme"}}),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&err, ToolError::OutcomeUnknown(m) if m.contains(why) && m.contains("before creating it again")),
+            "{answer}: {err:?}"
+        );
+        assert_eq!(t.sent.len(), 1);
+    }
+}
+
+/// A record fetched where the org's URL is not known: the record, and a null link.
+#[test]
+fn get_record_without_an_org_url_has_a_null_link() {
+    let body = json!({
+        "attributes": {"type": "Account", "url": "/services/data/v65.0/sobjects/Account/001000000000001AAA"},
+        "Id": "001000000000001AAA", "Name": "Acme"
+    });
+    let mut t = ScriptedTransport::new([response(200, &body.to_string())]);
+    let out = run(
+        &mut t,
+        &harness::ctx(&[], None),
+        "crmb_get_record",
+        json!({"object": "Account", "record_id": "001000000000001AAA"}),
+    )
+    .unwrap();
+    assert_eq!(
+        out,
+        json!({"record": {"Id": "001000000000001AAA", "Name": "Acme"}, "record_url": null})
+    );
 }
