@@ -8,6 +8,7 @@ use crate::error::{Crm, CrmProblem, ToolError};
 use crate::http::{Effect, Method, Request};
 use crate::proxy;
 use crate::tool::Session;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 /// A HubSpot request as data: what it does (for the scope check), how, where and with what.
@@ -70,6 +71,17 @@ pub fn results<'v>(answer: &'v Value, what: &str) -> Result<&'v Vec<Value>, Tool
 /// Checks the scopes (nothing is sent when they fall short), sends, and returns the JSON
 /// answer (`null` for a 204).
 pub fn send(session: &mut Session<'_>, call: Call<'_>) -> Result<Value, ToolError> {
+    send_for(session, call)
+}
+
+/// As [`send`], reading the answer as the typed wire struct `T` of HubSpot's documented shape,
+/// so a missing required field is an error here rather than a `null` further on. An answer
+/// that cannot be read is `UNEXPECTED_ANSWER` for a read; for a write, which HubSpot has then
+/// accepted, it is an unknown outcome to check before redoing the change.
+pub(crate) fn send_for<T: DeserializeOwned>(
+    session: &mut Session<'_>,
+    call: Call<'_>,
+) -> Result<T, ToolError> {
     check(&session.ctx.granted_scopes, &call.operation)?;
     let config = session.config()?;
     let query: Vec<(&str, &str)> = call.query.iter().map(|(k, v)| (*k, v.as_str())).collect();
@@ -93,22 +105,27 @@ pub fn send(session: &mut Session<'_>, call: Call<'_>) -> Result<Value, ToolErro
             &call.subject,
         ));
     }
-    if response.status == 204 || response.body.iter().all(u8::is_ascii_whitespace) {
-        return Ok(Value::Null);
-    }
-    serde_json::from_slice(&response.body).map_err(|err| {
-        match call.effect {
-            // A write whose answer cannot be read may still have happened.
-            Effect::Write => ToolError::OutcomeUnknown(format!(
-                "HubSpot answered {} but the answer could not be read; check {} in HubSpot before redoing the change",
-                response.status, call.subject
-            )),
-            Effect::Read => CrmProblem::unexpected_answer(
-                Crm::Hubspot,
-                response.status,
-                format!("the answer was not JSON: {err}"),
-            )
-            .into(),
-        }
+    let body: &[u8] = if response.status == 204 || response.body.iter().all(u8::is_ascii_whitespace)
+    {
+        b"null"
+    } else {
+        &response.body
+    };
+    serde_json::from_slice(body).map_err(|err| match call.effect {
+        // A write whose answer cannot be read may still have happened.
+        Effect::Write => ToolError::OutcomeUnknown(format!(
+            "HubSpot answered {} but the answer could not be read ({err}); check {} in HubSpot \
+             before redoing the change",
+            response.status, call.subject
+        )),
+        Effect::Read => CrmProblem::unexpected_answer(
+            Crm::Hubspot,
+            response.status,
+            format!(
+                "the answer about {} was not as HubSpot documents it: {err}",
+                call.subject
+            ),
+        )
+        .into(),
     })
 }

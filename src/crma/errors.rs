@@ -1,32 +1,59 @@
 //! HubSpot error responses turned into tool errors, keeping the `correlationId` HubSpot
 //! support asks for.
-//!
-//! Body: `{status, message, correlationId, category, subCategory?, errors?:[{message, code?,
-//! in?, context?}], context?}`.
 
 use crate::error::{Crm, CrmProblem, ToolError};
 use crate::http::{Response, RetryHint};
 use serde::Deserialize;
-use serde_json::Value;
 
-/// The parts of HubSpot's error body that are used.
+/// The parts of HubSpot's error body that are used:
+/// `{status, message, correlationId, category, subCategory?, errors?: [{message, code?, in?,
+/// context?}], context?, policyName?}`
+/// (<https://developers.hubspot.com/docs/faq/api-error-responses>; `policyName` on rate-limit
+/// answers, <https://developers.hubspot.com/docs/api/usage-details>).
+/// HubSpot says every field "should all be treated as optional in any error parsing", and the
+/// broker answers in its own words, so each field defaults: an error is mapped from whatever
+/// part of the body came, and a body that is not JSON at all maps from its status alone.
 #[derive(Debug, Default, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct HubSpotError {
-    #[serde(default)]
-    pub message: String,
-    #[serde(default)]
-    pub correlation_id: Option<String>,
-    #[serde(default)]
-    pub category: String,
-    #[serde(default)]
-    pub sub_category: Option<String>,
-    #[serde(default)]
-    pub errors: Vec<Value>,
-    #[serde(default)]
-    pub context: Value,
-    #[serde(default)]
-    pub policy_name: Option<String>,
+#[serde(rename_all = "camelCase", default)]
+struct HubSpotError {
+    message: String,
+    correlation_id: Option<String>,
+    category: String,
+    sub_category: Option<String>,
+    errors: Vec<ErrorDetail>,
+    context: ErrorContext,
+    policy_name: Option<String>,
+}
+
+/// One entry of `errors`: a detail of what went wrong.
+#[derive(Debug, Default, Deserialize)]
+#[serde(default)]
+struct ErrorDetail {
+    message: String,
+    code: Option<String>,
+    context: ErrorContext,
+}
+
+/// The `context` lists that are read, at the top of the body or in `errors[]` (HubSpot's
+/// context maps a name to a list of strings): the scopes a `MISSING_SCOPES` answer names,
+/// and the properties a validation error names.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct ErrorContext {
+    required_granular_scopes: Vec<String>,
+    missing_scopes: Vec<String>,
+    required_scopes: Vec<String>,
+    property_name: Vec<String>,
+}
+
+impl ErrorContext {
+    /// The scopes named, granular ones first.
+    fn scopes(&self) -> impl Iterator<Item = &String> {
+        self.required_granular_scopes
+            .iter()
+            .chain(&self.missing_scopes)
+            .chain(&self.required_scopes)
+    }
 }
 
 /// Maps a non-success response; `granted` are the scopes the tenant granted, `subject` names
@@ -133,12 +160,8 @@ pub fn map_error(
                 .collect();
             let mut messages = vec![body.message.clone()];
             for detail in &body.errors {
-                if let Some(code) = detail["code"].as_str() {
-                    codes.push(code.to_string());
-                }
-                if let Some(message) = detail["message"].as_str() {
-                    messages.push(message.to_string());
-                }
+                codes.extend(detail.code.clone());
+                messages.push(detail.message.clone());
             }
             codes.dedup();
             messages.retain(|m| !m.is_empty());
@@ -168,23 +191,14 @@ fn existing_id(message: &str) -> Option<String> {
     (!digits.is_empty()).then_some(digits)
 }
 
-/// Scopes named in a MISSING_SCOPES body (`context.requiredGranularScopes` or
-/// `context.missingScopes`, at the top or in `errors[]`).
+/// Scopes named in a MISSING_SCOPES body (`context.requiredGranularScopes`,
+/// `context.missingScopes` or `context.requiredScopes`, at the top or in `errors[]`), each once.
 fn scopes_in(body: &HubSpotError) -> Vec<String> {
-    let mut scopes = Vec::new();
-    let contexts = std::iter::once(&body.context).chain(body.errors.iter().map(|e| &e["context"]));
-    for context in contexts {
-        for key in ["requiredGranularScopes", "missingScopes", "requiredScopes"] {
-            for scope in context[key]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-            {
-                if !scopes.iter().any(|s| s == scope) {
-                    scopes.push(scope.to_string());
-                }
-            }
+    let contexts = std::iter::once(&body.context).chain(body.errors.iter().map(|e| &e.context));
+    let mut scopes: Vec<String> = Vec::new();
+    for scope in contexts.flat_map(ErrorContext::scopes) {
+        if !scopes.contains(scope) {
+            scopes.push(scope.clone());
         }
     }
     scopes
@@ -196,13 +210,7 @@ fn property_names(body: &HubSpotError) -> Vec<String> {
     let mut names: Vec<String> = body
         .errors
         .iter()
-        .flat_map(|e| {
-            e["context"]["propertyName"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default()
-        })
-        .filter_map(|v| v.as_str().map(str::to_string))
+        .flat_map(|e| e.context.property_name.iter().cloned())
         .collect();
     let mut rest = body.message.as_str();
     while let Some(at) = rest.find("\"name\":\"") {
@@ -236,7 +244,7 @@ fn rate_limit_seconds(hint: Option<RetryHint>, body: &HubSpotError) -> Option<u3
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     /// The mapper as the client calls it, with the hint read from the answer.
     fn map_error(response: &Response, granted: &[String], subject: &str) -> ToolError {
@@ -362,6 +370,58 @@ mod tests {
         assert_eq!(v["fields"], json!(["favourite_colour"]));
         assert_eq!(v["correlation_id"], "c-4");
         assert!(v["hint"].as_str().unwrap().contains("favourite_colour"));
+    }
+
+    /// Details in `errors[]` (message, code, context lists, as HubSpot's error page shows the
+    /// body) give the codes, messages and blamed properties.
+    #[test]
+    fn error_details_give_codes_messages_and_properties() {
+        let body = json!({"status": "error", "message": "Property values were not valid", "correlationId": "c-6",
+                          "category": "VALIDATION_ERROR", "subCategory": "PROPERTY_VALIDATION",
+                          "errors": [{"message": "Email address ana@ is invalid", "code": "INVALID_EMAIL", "in": "email",
+                                      "context": {"propertyName": ["email"]}}]});
+        let ToolError::CrmError(problem) = map_error(&answer(400, body), &[], "x") else {
+            panic!()
+        };
+        assert_eq!(
+            problem.codes,
+            ["VALIDATION_ERROR", "PROPERTY_VALIDATION", "INVALID_EMAIL"]
+        );
+        assert_eq!(
+            problem.messages,
+            [
+                "Property values were not valid",
+                "Email address ana@ is invalid"
+            ]
+        );
+        assert_eq!(problem.fields, ["email"]);
+        assert_eq!(problem.correlation_id.as_deref(), Some("c-6"));
+    }
+
+    /// "The fields ... should all be treated as optional in any error parsing": a body with
+    /// none of them, or not JSON at all, still maps from its status.
+    #[test]
+    fn an_error_body_of_any_shape_maps_from_its_status() {
+        for body in [
+            json!({}),
+            json!({"message": "Bad gateway"}),
+            json!("oops"),
+            json!([1, 2]),
+        ] {
+            assert!(
+                matches!(map_error(&answer(404, body.clone()), &[], "deals record 5"), ToolError::NotFound(m) if m.contains("deals record 5")),
+                "{body}"
+            );
+        }
+        let not_json = Response {
+            status: 403,
+            headers: vec![],
+            body: b"<html>Forbidden</html>".to_vec(),
+        };
+        assert!(matches!(
+            map_error(&not_json, &[], "x"),
+            ToolError::Forbidden(_)
+        ));
     }
 
     #[test]

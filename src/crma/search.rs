@@ -1,12 +1,14 @@
 //! HubSpot CRM search: typed filters checked against HubSpot's documented limits before
-//! sending, the request body as HubSpot wants it, and the answer mapped for the assistant.
+//! sending, the request body as HubSpot wants it, and the typed answer mapped for the
+//! assistant.
 
-use super::tools::next_cursor;
+use super::tools::{is_cursor, next_cursor_of};
 use super::types::{ObjectType, PropertyName};
+use super::wire::{Page, RecordObject};
 use crate::error::ToolError;
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 
 /// HubSpot's documented search limits.
@@ -299,45 +301,90 @@ fn filter_body(filter: &Filter, string: bool) -> Result<Value, ToolError> {
     Ok(out)
 }
 
-/// The answer, mapped: `results` with `id` and `properties`, `total`, and a cursor when more
-/// can be paged to.
-pub fn map_answer(body: &Value) -> Result<Value, String> {
-    let total = body["total"].as_u64().ok_or("no total")?;
-    let results: Vec<Value> = body["results"]
-        .as_array()
-        .ok_or("no results")?
-        .iter()
-        .map(|r| {
-            json!({
-                "id": r["id"],
-                "properties": r["properties"],
-                "created_at": r["createdAt"],
-                "updated_at": r["updatedAt"],
-            })
-        })
-        .collect();
-    let mut out = json!({"results": results, "total": total});
+/// HubSpot's search answer
+/// (<https://developers.hubspot.com/docs/api-reference/crm-objects-v3/search/post-crm-v3-objects-objectType-search>):
+/// the required `total` of all matches, and one page of records with the cursor of the next.
+#[derive(Debug, Deserialize)]
+pub(crate) struct SearchAnswer {
+    total: u64,
+    #[serde(flatten)]
+    page: Page<RecordObject>,
+}
+
+/// What `crma_search_records` answers: one page of matching records.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SearchOutput {
+    /// The matching records on this page.
+    results: Vec<FoundRecord>,
+    /// How many records match in all, on every page.
+    total: u64,
+    /// Pass it back as cursor for the next page; absent on the last page and past the
+    /// 10,000 results HubSpot lets a search page through.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    next_cursor: Option<String>,
+    /// Present when not every match can be paged to: narrow the filters to see the rest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
+}
+
+/// One matching record.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct FoundRecord {
+    /// The record's HubSpot id.
+    id: String,
+    /// Property internal name → value, as HubSpot stores it (text, or null when empty): the
+    /// properties asked for, or HubSpot's default set for the type.
+    properties: Map<String, Value>,
+    /// When the record was created (ISO 8601, UTC).
+    created_at: String,
+    /// When the record last changed (ISO 8601, UTC).
+    updated_at: String,
+}
+
+/// The answer, mapped: the records with `id` and `properties`, `total`, a cursor when more can
+/// be paged to, and a note when some matches cannot be reached.
+pub(crate) fn output(answer: SearchAnswer) -> SearchOutput {
+    let SearchAnswer { total, page } = answer;
     // Any token HubSpot gives is passed on, except an offset HubSpot itself will refuse;
     // then the note below says why there is no cursor.
     let unreachable = |after: &str| after.parse::<u64>().is_ok_and(|a| a >= MAX_REACHABLE);
-    match next_cursor(body) {
-        Some(after) if !unreachable(&after) => out["next_cursor"] = after.into(),
-        Some(_) => {}
-        None if body["paging"]["next"]["after"].is_string() => {
-            out["note"] = "HubSpot has more results, but its paging cursor was not one this tool \
-                can pass on; narrow the filters to see the rest."
-                .into();
-        }
-        None => {}
-    }
-    if total > MAX_REACHABLE {
-        out["note"] = format!(
+    let next_cursor = next_cursor_of(&page).filter(|after| !unreachable(after));
+    let note = if total > MAX_REACHABLE {
+        Some(format!(
             "{total} records match, but HubSpot search can page through only the first {MAX_REACHABLE}. \
              Narrow the filters to reach the rest, for example by createdate or lastmodifieddate windows."
+        ))
+    } else if page.next_after().is_some_and(|after| !is_cursor(after)) {
+        Some(
+            "HubSpot has more results, but its paging cursor was not one this tool can pass on; \
+             narrow the filters to see the rest."
+                .to_string(),
         )
-        .into();
+    } else {
+        None
+    };
+    SearchOutput {
+        results: page
+            .results
+            .into_iter()
+            .map(|record| FoundRecord {
+                id: record.id,
+                properties: record.properties,
+                created_at: record.created_at,
+                updated_at: record.updated_at,
+            })
+            .collect(),
+        total,
+        next_cursor,
+        note,
     }
-    Ok(out)
+}
+
+/// [`output`] as JSON, for any JSON at all: the property tests feed it arbitrary answers.
+#[cfg(test)]
+pub fn map_answer(body: &Value) -> Result<Value, String> {
+    let answer = SearchAnswer::deserialize(body).map_err(|err| err.to_string())?;
+    Ok(serde_json::to_value(output(answer)).expect("a search output serialises"))
 }
 
 #[cfg(test)]
@@ -461,6 +508,33 @@ mod tests {
             out["note"].as_str().unwrap().contains("10000"),
             "never silently"
         );
+    }
+
+    /// The search answer of HubSpot's reference (cited on [`SearchAnswer`]), as it shows it.
+    #[test]
+    fn a_search_answer_reads_as_hubspot_documents_it() {
+        let answer: SearchAnswer = serde_json::from_value(json!({
+            "total": 123,
+            "results": [{"archived": false, "createdAt": "2019-10-30T03:30:17.883Z", "id": "512",
+                         "properties": {"property_checkbox": "false", "property_date": "1572480000000", "property_string": "value"},
+                         "updatedAt": "2019-12-07T16:50:06.678Z"}],
+            "paging": {"next": {"after": "NTI1Cg%3D%3D", "link": "?after=NTI1Cg%3D%3D"},
+                       "prev": {"before": "MQ%3D%3D", "link": "?before=MQ%3D%3D"}}
+        }))
+        .unwrap();
+        assert_eq!(
+            serde_json::to_value(output(answer)).unwrap(),
+            json!({"results": [{"id": "512", "properties": {"property_checkbox": "false", "property_date": "1572480000000", "property_string": "value"},
+                                "created_at": "2019-10-30T03:30:17.883Z", "updated_at": "2019-12-07T16:50:06.678Z"}],
+                   "total": 123, "next_cursor": "NTI1Cg%3D%3D"})
+        );
+    }
+
+    #[test]
+    fn a_search_answer_without_its_total_is_refused_by_name() {
+        let err = serde_json::from_value::<SearchAnswer>(json!({"results": []})).unwrap_err();
+        assert!(err.to_string().contains("missing field `total`"), "{err}");
+        assert!(map_answer(&json!({"results": []})).is_err());
     }
 
     /// HubSpot documents `after` only as "the paging cursor token" and its own examples are

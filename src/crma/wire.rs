@@ -1,7 +1,8 @@
 //! HubSpot's answer envelopes shared by several endpoints, as typed wire structs. Each tool
-//! module keeps the wire structs only it reads beside it; record bodies stay JSON.
+//! module keeps the wire structs only it reads beside it; record property maps stay JSON.
 
 use serde::Deserialize;
+use serde_json::{Map, Value};
 
 /// One page of a HubSpot list or search answer:
 /// `{"results": [...], "paging": {"next": {"after": "NTI1Cg%3D%3D", "link": "..."}}}`
@@ -38,6 +39,25 @@ impl<T> Page<T> {
     }
 }
 
+/// One CRM record as HubSpot answers it (`SimplePublicObject`): in a search's `results`
+/// (<https://developers.hubspot.com/docs/api-reference/crm-objects-v3/search/post-crm-v3-objects-objectType-search>)
+/// and as `GET /crm/v3/objects/{objectType}/{objectId}` answers it
+/// (<https://developers.hubspot.com/docs/api/crm/objects>, "Retrieve records").
+/// `id`, `properties`, `createdAt` and `updatedAt` are required; `archived` and `archivedAt`
+/// are optional, and a record without them is a live one. Property values stay JSON: HubSpot
+/// sends text or `null`, and the properties asked for decide which names come.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct RecordObject {
+    pub(crate) id: String,
+    pub(crate) properties: Map<String, Value>,
+    pub(crate) created_at: String,
+    pub(crate) updated_at: String,
+    #[serde(default)]
+    pub(crate) archived: bool,
+    pub(crate) archived_at: Option<String>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -53,6 +73,48 @@ mod tests {
         .unwrap();
         assert_eq!(page.results.len(), 1);
         assert_eq!(page.next_after(), Some("NTI1Cg%3D%3D"));
+    }
+
+    /// A record as HubSpot's references show it (pages cited on [`RecordObject`]), read with
+    /// `archived=true` so that the archived fields come too.
+    #[test]
+    fn a_record_reads_as_hubspot_documents_it() {
+        let record: RecordObject = serde_json::from_value(json!({
+            "id": "512", "properties": {"email": "bh@hubspot.com", "firstname": "Brian", "hs_object_id": "512", "lastname": null},
+            "createdAt": "2019-10-30T03:30:17.883Z", "updatedAt": "2019-12-07T16:50:06.678Z",
+            "archived": true, "archivedAt": "2020-01-12T10:00:00.000Z"
+        }))
+        .unwrap();
+        assert_eq!(record.id, "512");
+        assert_eq!(record.properties["firstname"], "Brian");
+        assert!(record.properties["lastname"].is_null());
+        assert_eq!(record.created_at, "2019-10-30T03:30:17.883Z");
+        assert_eq!(record.updated_at, "2019-12-07T16:50:06.678Z");
+        assert!(record.archived);
+        assert_eq!(
+            record.archived_at.as_deref(),
+            Some("2020-01-12T10:00:00.000Z")
+        );
+        let live: RecordObject = serde_json::from_value(json!({
+            "id": "512", "properties": {}, "createdAt": "2019-10-30T03:30:17.883Z", "updatedAt": "2019-12-07T16:50:06.678Z"
+        }))
+        .unwrap();
+        assert!(!live.archived && live.archived_at.is_none());
+    }
+
+    #[test]
+    fn a_record_without_a_required_field_is_refused_by_name() {
+        let full = json!({"id": "512", "properties": {}, "createdAt": "2019-10-30T03:30:17.883Z", "updatedAt": "2019-12-07T16:50:06.678Z"});
+        for field in ["id", "properties", "createdAt", "updatedAt"] {
+            let mut answer = full.clone();
+            answer.as_object_mut().unwrap().remove(field);
+            let err = serde_json::from_value::<RecordObject>(answer).unwrap_err();
+            assert!(
+                err.to_string()
+                    .contains(&format!("missing field `{field}`")),
+                "{field}: {err}"
+            );
+        }
     }
 
     #[test]

@@ -9,6 +9,8 @@ use crate::crma::metadata::{
 use crate::harness;
 use crate::http::Method;
 use crate::mapping::MemoryStore;
+use crate::tool::Tool;
+use serde_json::json;
 
 /// Runs tool `T` by name, through the registry, with these scopes.
 fn run<T: Tool>(
@@ -44,7 +46,7 @@ fn every_tool_checks_its_scope_before_sending() {
             run::<GetRecord>,
             json!({"object_type": "contacts", "record_id": "51"}),
             "crm.objects.contacts.read",
-            r#"{"id":"51","properties":{},"archived":false}"#,
+            r#"{"id":"51","properties":{},"createdAt":"2026-11-21T09:29:58Z","updatedAt":"2026-11-21T09:29:58Z","archived":false}"#,
         ),
         (
             run::<CreateRecord>,
@@ -149,7 +151,7 @@ fn every_tool_checks_its_scope_before_sending() {
 fn search_sends_hubspots_documented_body() {
     let mut t = ScriptedTransport::new([response(
         200,
-        r#"{"total":1,"results":[{"id":"5","properties":{"dealname":"Big"}}],"paging":{"next":{"after":"20"}}}"#,
+        r#"{"total":1,"results":[{"id":"5","properties":{"dealname":"Big"},"createdAt":"2026-01-01T00:00:00Z","updatedAt":"2026-02-01T00:00:00Z","archived":false}],"paging":{"next":{"after":"20"}}}"#,
     )]);
     let out = run::<SearchRecords>(&mut t, &["crm.objects.deals.read"], json!({
         "object_type": "deals",
@@ -213,7 +215,7 @@ fn get_record_says_when_a_record_is_archived() {
         response(404, not_found),
         response(
             200,
-            r#"{"id":"51","properties":{"email":"old@example.com"},"archived":true,"archivedAt":"2025-10-01T10:00:00Z"}"#,
+            r#"{"id":"51","properties":{"email":"old@example.com"},"createdAt":"2024-01-10T10:00:00Z","updatedAt":"2025-10-01T10:00:00Z","archived":true,"archivedAt":"2025-10-01T10:00:00Z"}"#,
         ),
     ]);
     let out = run::<GetRecord>(
@@ -553,6 +555,99 @@ fn owners_and_users_page_with_cursors() {
     assert_eq!(t.sent[0].url.query(), Some("limit=100&after=abc"));
     assert_eq!(out["results"][0]["role_ids"], json!(["3"]));
     assert!(out.get("next_cursor").is_none());
+}
+
+/// A read whose answer lacks a field HubSpot documents as required is an `UNEXPECTED_ANSWER`
+/// naming the field, never an output with a `null` in its place; nothing is retried or guessed.
+#[test]
+fn reads_missing_a_required_field_name_it() {
+    type Runner = fn(&mut ScriptedTransport, &[&str], Value) -> Result<Value, ToolError>;
+    let cases: Vec<(Runner, Value, &str, &str)> = vec![
+        (
+            run::<SearchRecords>,
+            json!({"object_type": "deals"}),
+            r#"{"results":[]}"#,
+            "total",
+        ),
+        (
+            run::<SearchRecords>,
+            json!({"object_type": "deals"}),
+            r#"{"total":1,"results":[{"id":"5","properties":{},"updatedAt":"2026-02-01T00:00:00Z"}]}"#,
+            "createdAt",
+        ),
+        (
+            run::<GetRecord>,
+            json!({"object_type": "deals", "record_id": "5"}),
+            r#"{"id":"5","createdAt":"2026-01-01T00:00:00Z","updatedAt":"2026-02-01T00:00:00Z"}"#,
+            "properties",
+        ),
+        (
+            run::<ListOwners>,
+            json!({}),
+            r#"{"results":[{"id":"41","email":"dana@example.com","userId":9001}]}"#,
+            "archived",
+        ),
+        (
+            run::<ListUsers>,
+            json!({}),
+            r#"{"results":[{"id":"9001","roleIds":[],"superAdmin":false}]}"#,
+            "email",
+        ),
+    ];
+    let scopes = [
+        "crm.objects.deals.read",
+        "crm.objects.owners.read",
+        "settings.users.read",
+    ];
+    for (runner, input, answer, field) in cases {
+        let mut t = ScriptedTransport::new([response(200, answer)]);
+        let err = runner(&mut t, &scopes, input.clone()).unwrap_err();
+        let ToolError::CrmError(problem) = &err else {
+            panic!("{input}: {err:?}")
+        };
+        assert_eq!(problem.codes, ["UNEXPECTED_ANSWER"], "{input}");
+        assert!(
+            problem
+                .messages
+                .iter()
+                .any(|m| m.contains(&format!("missing field `{field}`"))),
+            "{input}: {problem:?}"
+        );
+        assert_eq!(
+            t.sent.len(),
+            1,
+            "{input}: a malformed answer is not retried"
+        );
+    }
+}
+
+/// A write HubSpot accepted but whose answer names no record id cannot be reported as done
+/// or as failed: an unknown outcome, with what to check before redoing it.
+#[test]
+fn writes_answered_without_an_id_are_outcome_unknown() {
+    let mut t = ScriptedTransport::new([response(201, r#"{"properties":{"dealname":"X"}}"#)]);
+    let err = run::<CreateRecord>(
+        &mut t,
+        &["crm.objects.deals.write"],
+        json!({"object_type": "deals", "properties": {"dealname": "X"}}),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, ToolError::OutcomeUnknown(m) if m.contains("missing field `id`") && m.contains("search for it before creating it again")),
+        "{err:?}"
+    );
+    let mut t = ScriptedTransport::new([response(200, r#"{"properties":{}}"#)]);
+    let err = run::<MergeCompanies>(
+        &mut t,
+        &["crm.objects.companies.write"],
+        json!({"primary_id": "1", "merge_id": "2"}),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, ToolError::OutcomeUnknown(m) if m.contains("missing field `id`") && m.contains("companies 1 and 2")),
+        "{err:?}"
+    );
+    assert_eq!(t.sent.len(), 1);
 }
 
 #[test]
