@@ -6,6 +6,8 @@
 //! `wasi:http`, the mapping store, the results files, configuration from `wasi:config/store`)
 //! and exports the `tools` and `tool-metadata` interfaces.
 
+#![warn(unreachable_pub, missing_docs)]
+
 pub mod client;
 pub mod config;
 pub mod context;

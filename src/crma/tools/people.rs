@@ -146,8 +146,9 @@ impl Tool for ListOwners {
 /// (<https://developers.hubspot.com/docs/api-reference/legacy/account/settings/user-provisioning/users/get-users>;
 /// the user object's fields are listed on
 /// <https://developers.hubspot.com/docs/api-reference/legacy/account/settings/user-provisioning/users/update-user>).
-/// `id`, `email`, `roleIds` and `superAdmin` are required; the names, the single `roleId` and
-/// the teams are optional.
+/// `id` and `email` are required. The current page also marks `roleIds` and `superAdmin`
+/// required, but an older version of the same reference lists only `id` and `email`, so a
+/// missing role list reads as no roles and a missing flag as not a super admin.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct User {
@@ -156,9 +157,11 @@ struct User {
     first_name: Option<String>,
     last_name: Option<String>,
     role_id: Option<String>,
+    #[serde(default)]
     role_ids: Vec<String>,
     primary_team_id: Option<String>,
     secondary_team_ids: Option<Vec<String>>,
+    #[serde(default)]
     super_admin: bool,
 }
 
@@ -360,7 +363,7 @@ mod tests {
 
     #[test]
     fn a_user_without_a_required_field_is_refused_by_name() {
-        for field in ["id", "email", "roleIds", "superAdmin"] {
+        for field in ["id", "email"] {
             let mut answer = users_answer();
             answer["results"][0].as_object_mut().unwrap().remove(field);
             let err = serde_json::from_value::<Page<User>>(answer).unwrap_err();
@@ -370,5 +373,19 @@ mod tests {
                 "{field}: {err}"
             );
         }
+    }
+
+    #[test]
+    fn a_user_without_roles_or_the_admin_flag_has_none() {
+        // Older versions of HubSpot's user reference list only id and email as required.
+        let mut answer = users_answer();
+        let user = answer["results"][0].as_object_mut().unwrap();
+        user.remove("roleIds");
+        user.remove("superAdmin");
+        let page = serde_json::from_value::<Page<User>>(answer).unwrap();
+        let out = serde_json::to_value(UserOutput::from(page.results.into_iter().next().unwrap()))
+            .unwrap();
+        assert_eq!(out["role_ids"], json!([]));
+        assert_eq!(out["super_admin"], false);
     }
 }
