@@ -1,6 +1,7 @@
 //! `crm-host`: the command-line front of the host. By default it runs the component against
 //! the built-in sandbox CRM; `--proxy-base` sends real HTTPS to a broker instead.
 
+use clap::{Args, Parser, Subcommand};
 use crm_host::backend::NetworkBackend;
 use crm_host::hooks::Credential;
 use crm_host::mappings::{MappingLocation, tenant_file};
@@ -11,29 +12,70 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use url::Url;
 
-const USAGE: &str = "\
-crm-host: run the crm-plugin component
+/// Runs the crm-plugin component: against the built-in sandbox CRM by default, or a real broker.
+#[derive(Debug, Parser)]
+#[command(
+    name = "crm-host",
+    version,
+    about,
+    after_help = "Run with no command for the demo."
+)]
+struct Cli {
+    #[command(flatten)]
+    options: Options,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
 
-USAGE:
-    crm-host [OPTIONS] demo                   a short tour against the sandbox CRM (the default)
-    crm-host [OPTIONS] tools                  print the tool specs as JSON
-    crm-host [OPTIONS] call <tool> '<json>'   run one tool and print its JSON result
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// A short tour against the sandbox CRM (the default).
+    Demo,
+    /// Print the tool specs as JSON.
+    Tools,
+    /// Run one tool and print its JSON result.
+    Call {
+        /// The tool's name, e.g. crmb_get_record.
+        tool: String,
+        /// The tool's input, a JSON object.
+        input: String,
+    },
+}
 
-OPTIONS:
-    --tenant <id>           tenant (workspace) id [default: acme]
-    --user <id>             workspace user the call acts for [default: demo-user]
-    --scopes <a,b,...>      CRM A scopes the tenant granted [default: the spec's required scopes]
-    --instance-url <url>    Salesforce org URL for record links [sandbox: its own org]
-    --proxy-base <url>      use a real broker at this https URL; the credential is read from
-                            the CRM_PROXY_CREDENTIAL environment variable, other CRM_* variables
-                            are passed to the component as configuration
-    --component <path>      component to load [default: the one this build made]
-    --audit <path|->        append audit JSON lines to a file, or '-' for stderr
-    --results-dir <dir>     where large query results are written as JSON Lines
-                            [default: <temp dir>/crm-host-results/<tenant>]
-    --data-dir <dir>        where each tenant's mapping store (SQLite) is kept, as
-                            <dir>/<tenant>/mappings.sqlite [default: crm-host-data]
-";
+/// Who the calls act for and where they go; the same for every command.
+#[derive(Debug, Clone, Args)]
+struct Options {
+    /// Tenant (workspace) id.
+    #[arg(long, global = true, default_value = "acme")]
+    tenant: String,
+    /// Workspace user the calls act for.
+    #[arg(long, global = true, default_value = "demo-user")]
+    user: String,
+    /// CRM A scopes the tenant granted, comma-separated [default: the spec's required scopes].
+    #[arg(long, global = true, value_delimiter = ',', default_value = DEFAULT_SCOPES)]
+    scopes: Vec<String>,
+    /// Salesforce org URL for record links [sandbox: its own org].
+    #[arg(long, global = true)]
+    instance_url: Option<String>,
+    /// Use a real broker at this https URL. The credential is read from the
+    /// CRM_PROXY_CREDENTIAL environment variable; other CRM_* variables are passed to the
+    /// component as configuration.
+    #[arg(long, global = true)]
+    proxy_base: Option<Url>,
+    /// Component to load [default: the one this build made].
+    #[arg(long, global = true, default_value = crm_host::COMPONENT_PATH)]
+    component: String,
+    /// Append audit JSON lines to a file, or '-' for stderr.
+    #[arg(long, global = true)]
+    audit: Option<String>,
+    /// Where large query results are written as JSON Lines
+    /// [default: <temp dir>/crm-host-results/<tenant>].
+    #[arg(long, global = true)]
+    results_dir: Option<std::path::PathBuf>,
+    /// Where each tenant's mapping store (SQLite) is kept, as <dir>/<tenant>/mappings.sqlite.
+    #[arg(long, global = true, default_value = "crm-host-data")]
+    data_dir: std::path::PathBuf,
+}
 
 /// The CRM A scopes the spec lists as required, granted by default in the sandbox.
 const DEFAULT_SCOPES: &str = "crm.objects.companies.read,crm.objects.companies.write,\
@@ -41,84 +83,13 @@ crm.objects.contacts.read,crm.objects.contacts.write,crm.objects.deals.read,\
 crm.objects.deals.write,crm.objects.owners.read,crm.objects.users.read,crm.schemas.custom.read,\
 oauth,sales-email-read,settings.users.read,settings.users.teams.read";
 
-struct Options {
-    tenant: String,
-    user: String,
-    scopes: Vec<String>,
-    instance_url: Option<String>,
-    proxy_base: Option<Url>,
-    component: String,
-    audit: Option<String>,
-    results_dir: Option<std::path::PathBuf>,
-    data_dir: std::path::PathBuf,
-    command: Vec<String>,
-}
-
-fn parse(args: Vec<String>) -> Result<Options, String> {
-    let mut options = Options {
-        tenant: "acme".into(),
-        user: "demo-user".into(),
-        scopes: split_scopes(DEFAULT_SCOPES),
-        instance_url: None,
-        proxy_base: None,
-        component: crm_host::COMPONENT_PATH.into(),
-        audit: None,
-        results_dir: None,
-        data_dir: "crm-host-data".into(),
-        command: Vec::new(),
-    };
-    let mut args = args.into_iter();
-    while let Some(arg) = args.next() {
-        let mut value = |name: &str| args.next().ok_or(format!("{name} needs a value"));
-        match arg.as_str() {
-            "--tenant" => options.tenant = value("--tenant")?,
-            "--user" => options.user = value("--user")?,
-            "--scopes" => options.scopes = split_scopes(&value("--scopes")?),
-            "--instance-url" => options.instance_url = Some(value("--instance-url")?),
-            "--proxy-base" => {
-                let text = value("--proxy-base")?;
-                options.proxy_base =
-                    Some(Url::parse(&text).map_err(|e| format!("--proxy-base {text}: {e}"))?);
-            }
-            "--component" => options.component = value("--component")?,
-            "--audit" => options.audit = Some(value("--audit")?),
-            "--results-dir" => options.results_dir = Some(value("--results-dir")?.into()),
-            "--data-dir" => options.data_dir = value("--data-dir")?.into(),
-            "-h" | "--help" => return Err(String::new()),
-            flag if flag.starts_with("--") => return Err(format!("unknown option {flag}")),
-            _ => {
-                options.command.push(arg);
-                options.command.extend(args.by_ref());
-            }
-        }
-    }
-    Ok(options)
-}
-
-fn split_scopes(text: &str) -> Vec<String> {
-    text.split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(String::from)
-        .collect()
-}
-
 fn main() -> ExitCode {
-    let options = match parse(std::env::args().skip(1).collect()) {
-        Ok(options) => options,
-        Err(problem) => {
-            if !problem.is_empty() {
-                eprintln!("error: {problem}\n");
-            }
-            eprint!("{USAGE}");
-            return ExitCode::from(2);
-        }
-    };
+    let cli = Cli::parse();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("tokio runtime");
-    match runtime.block_on(run(options)) {
+    match runtime.block_on(run(cli.options, cli.command.unwrap_or(Command::Demo))) {
         Ok(code) => code,
         Err(problem) => {
             print_json(&json!({"error": {"kind": "host-error", "message": problem}}));
@@ -127,7 +98,7 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(options: Options) -> Result<ExitCode, String> {
+async fn run(options: Options, command: Command) -> Result<ExitCode, String> {
     let audit = match options.audit.as_deref() {
         None => AuditLog::discard(),
         Some("-") => AuditLog::to_writer(Box::new(std::io::stderr())),
@@ -208,14 +179,8 @@ async fn run(options: Options) -> Result<ExitCode, String> {
         input: input.into(),
     };
 
-    match options
-        .command
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .as_slice()
-    {
-        ["tools"] => {
+    match command {
+        Command::Tools => {
             let specs = host
                 .list_tools(&options.tenant)
                 .await
@@ -234,12 +199,9 @@ async fn run(options: Options) -> Result<ExitCode, String> {
             print_json(&Value::Array(specs));
             Ok(ExitCode::SUCCESS)
         }
-        ["call", tool, input] => Ok(report(host.call(request(tool, input)).await)),
-        ["call", ..] => Err("usage: call <tool> '<json input>'".into()),
-        [] | ["demo"] if sandbox => demo(&host, &request).await,
-        ["demo"] => Err("the demo runs against the sandbox only; drop --proxy-base".into()),
-        [] => Err("give a command: tools, or call <tool> '<json>'".into()),
-        other => Err(format!("unknown command {:?}; see --help", other.join(" "))),
+        Command::Call { tool, input } => Ok(report(host.call(request(&tool, &input)).await)),
+        Command::Demo if sandbox => demo(&host, &request).await,
+        Command::Demo => Err("the demo runs against the sandbox only; drop --proxy-base".into()),
     }
 }
 
