@@ -4,21 +4,26 @@
 //! Property names checked against HubSpot's engagement API guides (Notes, Calls, Meetings,
 //! Email, Tasks on developers.hubspot.com); they match `crm-a-api-facts.md`.
 
-use super::associations::AssociationInput;
-use super::tools::{PropertyValues, create};
+use super::associations::{AssociationInput, associations_body};
+use super::client::{self, Call};
+use super::properties;
+use super::scopes::Operation;
+use super::tools::PropertyValues;
 use super::types::{ObjectType, RecordId};
 use crate::error::ToolError;
+use crate::http::{Effect, Method};
+use crate::mapping::CreatedRecord;
 use crate::schema::string_schema;
 use crate::tool::{Session, Tool};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
 use std::borrow::Cow;
 
 /// The kinds of activity HubSpot logs as engagement records.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum ActivityType {
+enum ActivityType {
     #[serde(alias = "notes")]
     Note,
     #[serde(alias = "calls")]
@@ -32,7 +37,7 @@ pub enum ActivityType {
 }
 
 impl ActivityType {
-    pub fn object_type(self) -> ObjectType {
+    fn object_type(self) -> ObjectType {
         match self {
             ActivityType::Note => ObjectType::Notes,
             ActivityType::Call => ObjectType::Calls,
@@ -43,7 +48,7 @@ impl ActivityType {
     }
 
     /// The type's main properties; at least one must be given so the activity says something.
-    pub fn main_properties(self) -> &'static [&'static str] {
+    fn main_properties(self) -> &'static [&'static str] {
         match self {
             ActivityType::Note => &["hs_note_body"],
             ActivityType::Call => &["hs_call_title", "hs_call_body"],
@@ -58,10 +63,10 @@ impl ActivityType {
 /// accepted by HubSpot for `hs_timestamp`.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(try_from = "Value")]
-pub struct Timestamp(String);
+struct Timestamp(String);
 
 impl Timestamp {
-    pub fn parse(text: &str) -> Result<Self, String> {
+    fn parse(text: &str) -> Result<Self, String> {
         let text = text.trim();
         if !text.is_empty() && text.len() <= 16 && text.bytes().all(|b| b.is_ascii_digit()) {
             return Ok(Timestamp(text.to_string()));
@@ -76,7 +81,7 @@ impl Timestamp {
     }
 
     /// Epoch milliseconds as an ISO 8601 UTC instant.
-    pub fn from_unix_millis(millis: u64) -> Self {
+    fn from_unix_millis(millis: u64) -> Self {
         let secs = millis / 1000;
         let (days, rest) = (secs / 86_400, secs % 86_400);
         let (year, month, day) = civil_from_days(days as i64);
@@ -89,7 +94,7 @@ impl Timestamp {
         ))
     }
 
-    pub fn as_str(&self) -> &str {
+    fn as_str(&self) -> &str {
         &self.0
     }
 }
@@ -187,9 +192,9 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
 /// Input of `crma_log_activity`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct LogActivityInput {
+pub(crate) struct LogActivityInput {
     /// note, call, meeting, email or task.
-    pub activity_type: ActivityType,
+    activity_type: ActivityType,
     /// The activity's properties. Main ones: note hs_note_body; call hs_call_title,
     /// hs_call_body, hs_call_duration (ms), hs_call_direction (INBOUND/OUTBOUND), hs_call_status;
     /// meeting hs_meeting_title, hs_meeting_body, hs_meeting_start_time, hs_meeting_end_time,
@@ -198,20 +203,50 @@ pub struct LogActivityInput {
     /// hs_task_body, hs_task_status (NOT_STARTED, COMPLETED, ...), hs_task_priority (LOW,
     /// MEDIUM, HIGH), hs_task_type (TODO, CALL, EMAIL).
     #[serde(default)]
-    pub properties: PropertyValues,
+    properties: PropertyValues,
     /// Sets hs_timestamp (for a task, its due date). Default: now.
     #[serde(default)]
-    pub timestamp: Option<Timestamp>,
+    timestamp: Option<Timestamp>,
     /// Owner id (see crma_list_owners) to assign; sets hubspot_owner_id.
     #[serde(default)]
-    pub owner_id: Option<RecordId>,
+    owner_id: Option<RecordId>,
     /// Contacts, companies and deals to attach the activity to.
     #[serde(default)]
-    pub associations: Vec<AssociationInput>,
+    associations: Vec<AssociationInput>,
+}
+
+/// The part of HubSpot's answer to creating an engagement that is read: the new record's id
+/// (`POST /crm/v3/objects/{notes|calls|meetings|emails|tasks}`, notes guide
+/// <https://developers.hubspot.com/docs/api-reference/crm-notes-v3/guide>; the created object as
+/// <https://developers.hubspot.com/docs/api-reference/legacy/crm/activities/notes/batch/create-notes>
+/// shows it: `{"id": "512", "properties": {...}, "createdAt": "...", "updatedAt": "...",
+/// "archived": false}`). `id` is required.
+#[derive(Debug, Deserialize)]
+struct CreatedEngagement {
+    id: String,
+}
+
+/// What `crma_log_activity` answers.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct LoggedActivity {
+    /// The new activity record's id.
+    id: String,
+    /// Its HubSpot object type: notes, calls, meetings, emails or tasks.
+    object_type: String,
+    /// The kind of activity logged.
+    activity_type: ActivityType,
+    /// hs_timestamp as sent: when it happened (a task's due date).
+    timestamp: String,
+    /// How many records it was associated with.
+    associations: usize,
+    /// Present when the activity was logged but its id could not be kept locally.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
+    warning: Option<String>,
 }
 
 /// `crma_log_activity`.
-pub struct LogActivity;
+pub(crate) struct LogActivity;
 
 impl Tool for LogActivity {
     const NAME: &'static str = "crma_log_activity";
@@ -222,9 +257,12 @@ impl Tool for LogActivity {
         unknown outcome is reported, so check the record's activities before logging again.";
     const READ_ONLY: bool = false;
     type Input = LogActivityInput;
-    type Output = Value;
+    type Output = LoggedActivity;
 
-    fn run(input: LogActivityInput, session: &mut Session<'_>) -> Result<Self::Output, ToolError> {
+    fn run(
+        input: LogActivityInput,
+        session: &mut Session<'_>,
+    ) -> Result<LoggedActivity, ToolError> {
         let object_type = input.activity_type.object_type();
         let mut properties = input.properties.to_wire()?;
         let main = input.activity_type.main_properties();
@@ -264,18 +302,54 @@ impl Tool for LogActivity {
                 }
             }
         }
-        let mut out = create(
-            session,
-            &object_type,
-            properties,
-            &input.associations,
-            "look for it on the associated records before logging it again",
-        )?;
-        out["activity_type"] = json!(input.activity_type);
-        out["timestamp"] = timestamp.as_str().into();
-        out["associations"] = input.associations.len().into();
-        Ok(out)
+        let (id, warning) =
+            create_engagement(session, &object_type, properties, &input.associations)?;
+        Ok(LoggedActivity {
+            id,
+            object_type: object_type.as_str().to_string(),
+            activity_type: input.activity_type,
+            timestamp: timestamp.as_str().to_string(),
+            associations: input.associations.len(),
+            warning,
+        })
     }
+}
+
+/// Creates the engagement record, sent once, and keeps its id in the mapping store: the new
+/// id, and a warning when it could not be kept. The associations are checked before anything
+/// is sent.
+fn create_engagement(
+    session: &mut Session<'_>,
+    object_type: &ObjectType,
+    mut properties: Map<String, Value>,
+    associations: &[AssociationInput],
+) -> Result<(String, Option<String>), ToolError> {
+    let associations = associations_body(object_type, associations)?;
+    properties::normalise_dates(session, object_type, &mut properties)?;
+    let mut body = json!({"properties": properties});
+    if !associations.is_empty() {
+        body["associations"] = associations.into();
+    }
+    let object = object_type.as_str().to_string();
+    let call = Call::get(
+        Operation::Write(object_type.clone()),
+        vec!["crm", "v3", "objects", &object],
+        format!("new {object} record"),
+    )
+    .with_body(Method::Post, Effect::Write, body);
+    let created: CreatedEngagement =
+        serde_json::from_value(client::send(session, call)?).map_err(|_| {
+            ToolError::OutcomeUnknown(format!(
+                "HubSpot accepted the new {object} record but returned no id; look for it on \
+                 the associated records before logging it again"
+            ))
+        })?;
+    let warning = session.remember_created(CreatedRecord {
+        crm: "hubspot",
+        object_type: object,
+        record_id: created.id.clone(),
+    });
+    Ok((created.id, warning))
 }
 
 #[cfg(test)]
@@ -321,6 +395,21 @@ mod tests {
             Timestamp::from_unix_millis(0).as_str(),
             "1970-01-01T00:00:00.000Z"
         );
+    }
+
+    #[test]
+    fn the_created_engagement_answer_gives_the_new_id() {
+        // The created object of HubSpot's notes reference (page cited on `CreatedEngagement`).
+        let created: CreatedEngagement = serde_json::from_value(json!({
+            "id": "512", "properties": {"hs_note_body": "Called", "hs_timestamp": "2019-10-30T03:30:17.883Z"},
+            "createdAt": "2019-10-30T03:30:17.883Z", "updatedAt": "2019-12-07T16:50:06.678Z",
+            "archived": false
+        }))
+        .unwrap();
+        assert_eq!(created.id, "512");
+        let err =
+            serde_json::from_value::<CreatedEngagement>(json!({"properties": {}})).unwrap_err();
+        assert!(err.to_string().contains("missing field `id`"), "{err}");
     }
 
     #[test]

@@ -5,6 +5,7 @@ pub mod associations;
 pub mod client;
 pub mod errors;
 pub mod metadata;
+mod people;
 pub mod properties;
 pub mod rate_limits;
 pub mod scopes;

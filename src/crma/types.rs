@@ -1,7 +1,13 @@
-//! HubSpot object types, record ids and property names, validated before anything is sent.
+//! HubSpot object types, record ids and property names, validated before anything is sent;
+//! and the reading of HubSpot's answers into typed wire structs ([`decode`], [`Collection`],
+//! [`AnswerId`]), so a renamed or missing field is an error, never a silent null.
 
+use super::wire::Paging;
+use crate::error::{Crm, CrmProblem, ToolError};
 use crate::schema::string_schema;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use std::borrow::Cow;
 use std::fmt;
 
@@ -180,6 +186,67 @@ pub fn id_text(value: &serde_json::Value) -> Option<String> {
     }
 }
 
+/// An id in a HubSpot answer that HubSpot writes as a number in some answers and as a digit
+/// string in others (a v4 association row's `toObjectId`, an owner's `userId`): read either
+/// way, and kept as the text paths and outputs use.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "serde_json::Value")]
+pub(crate) struct AnswerId(String);
+
+impl AnswerId {
+    pub(crate) fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl From<AnswerId> for String {
+    fn from(id: AnswerId) -> String {
+        id.0
+    }
+}
+
+impl TryFrom<serde_json::Value> for AnswerId {
+    type Error = String;
+    fn try_from(value: serde_json::Value) -> Result<Self, String> {
+        id_text(&value)
+            .map(AnswerId)
+            .ok_or_else(|| format!("{value} is not a HubSpot id"))
+    }
+}
+
+/// A HubSpot collection answer: `{"results": [...], "paging": {"next": {"after": "..."}}}`.
+/// Every collection these tools read documents `results` as required, so, unlike
+/// [`super::wire::Page`], an answer without the list is an unexpected answer, not an empty one;
+/// `paging` is there only when another page follows.
+#[derive(Debug, Deserialize)]
+pub(crate) struct Collection<T> {
+    pub(crate) results: Vec<T>,
+    #[serde(default)]
+    paging: Option<Paging>,
+}
+
+impl<T> Collection<T> {
+    /// HubSpot's `paging.next.after`, as it came.
+    pub(crate) fn next_after(&self) -> Option<&str> {
+        self.paging
+            .as_ref()
+            .and_then(|p| p.next.as_ref())
+            .map(|n| n.after.as_str())
+    }
+}
+
+/// Reads HubSpot's answer about `what` as the wire type `T`. An answer HubSpot's reference does
+/// not allow (a required field missing, a field of another type) is an unexpected answer that
+/// names the field, never a silent null.
+pub(crate) fn decode<T: DeserializeOwned>(
+    answer: serde_json::Value,
+    what: &str,
+) -> Result<T, ToolError> {
+    serde_json::from_value(answer).map_err(|err| {
+        CrmProblem::unexpected_answer(Crm::Hubspot, 200, format!("the {what} answer: {err}")).into()
+    })
+}
+
 /// Ids arrive as strings (HubSpot's form) or, from a model, as numbers.
 impl TryFrom<serde_json::Value> for RecordId {
     type Error = String;
@@ -275,6 +342,7 @@ impl JsonSchema for PropertyName {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn object_types_by_name_id_and_custom_forms() {
@@ -318,6 +386,47 @@ mod tests {
         }
         assert!(serde_json::from_str::<RecordId>("-5").is_err());
         assert!(serde_json::from_str::<RecordId>("1.5").is_err());
+    }
+
+    #[test]
+    fn answer_ids_are_numbers_or_digit_strings() {
+        for (given, text) in [(json!(101), "101"), (json!("102"), "102")] {
+            let id: AnswerId = serde_json::from_value(given).unwrap();
+            assert_eq!(id.as_str(), text);
+        }
+        for bad in [json!("abc"), json!(-1), json!(null), json!("")] {
+            assert!(
+                serde_json::from_value::<AnswerId>(bad.clone()).is_err(),
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn collections_need_their_results_list() {
+        // The shape of GET /settings/v3/users/roles, which documents `results` as required.
+        let roles: Collection<serde_json::Value> = decode(
+            json!({"results": [{"id": "100", "name": "Sales rep"}]}),
+            "roles",
+        )
+        .unwrap();
+        assert_eq!((roles.results.len(), roles.next_after()), (1, None));
+        let page: Collection<serde_json::Value> = decode(
+            json!({"results": [], "paging": {"next": {"after": "MTAx", "link": "?after=MTAx"}}}),
+            "associations",
+        )
+        .unwrap();
+        assert_eq!(page.next_after(), Some("MTAx"));
+        let err =
+            decode::<Collection<serde_json::Value>>(json!({"total": 0}), "roles").unwrap_err();
+        let ToolError::CrmError(problem) = err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(problem.codes, ["UNEXPECTED_ANSWER"]);
+        assert_eq!(
+            problem.messages,
+            ["the roles answer: missing field `results`"]
+        );
     }
 
     #[test]

@@ -3,6 +3,7 @@ use crate::client::tests::{ScriptedTransport, response};
 use crate::harness;
 use crate::http::{Response, TransportError};
 use crate::mapping::MemoryStore;
+use serde_json::{Value, json};
 
 const ALL: &[&str] = &[
     "settings.users.read",
@@ -259,11 +260,28 @@ fn missing_scopes_name_both_listings_and_send_nothing() {
 }
 
 #[test]
+fn a_row_without_a_required_field_changes_nothing_locally() {
+    let mut store = MemoryStore::default();
+    sync(script(active(), none()), ALL, &mut store).0.unwrap();
+    let before = store.mappings.clone();
+    // HubSpot documents a user's `email` as required (GET /settings/v3/users).
+    let mut s = script(active(), none());
+    s[0] = page(json!([{"id": "1", "roleIds": []}]), None);
+    let (out, _) = sync(s, ALL, &mut store);
+    let err = out.unwrap_err();
+    assert!(
+        matches!(&err, ToolError::CrmError(p) if p.messages == ["the users answer: missing field `email`"]),
+        "{err:?}"
+    );
+    assert_eq!(store.mappings, before);
+}
+
+#[test]
 fn plan_counts_each_case() {
     let m = |id: &str, email: &str, deleted: bool| Mapping {
         kind: MappingKind::Owner,
         crm_id: id.into(),
-        fields: object(json!({"email": email})),
+        fields: stored_fields(json!({"email": email})),
         deleted,
     };
     let stored = vec![
