@@ -8,20 +8,20 @@
 
 #![warn(unreachable_pub, missing_docs)]
 
-pub mod client;
+pub(crate) mod client;
 pub mod config;
-pub mod context;
+pub(crate) mod context;
 pub mod crma;
 pub mod crmb;
 pub mod error;
 #[cfg(test)]
 mod harness;
 pub mod http;
-pub mod mapping;
+pub(crate) mod mapping;
 pub mod proxy;
-pub mod registry;
-pub mod schema;
-pub mod tool;
+pub(crate) mod registry;
+pub(crate) mod schema;
+pub(crate) mod tool;
 
 #[cfg(test)]
 mod proptests;

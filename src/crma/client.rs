@@ -56,18 +56,6 @@ impl<'a> Call<'a> {
     }
 }
 
-/// The `results` list of a HubSpot listing answer; a missing one is a `crm-error`.
-pub fn results<'v>(answer: &'v Value, what: &str) -> Result<&'v Vec<Value>, ToolError> {
-    answer["results"].as_array().ok_or_else(|| {
-        CrmProblem::unexpected_answer(
-            Crm::Hubspot,
-            200,
-            format!("the {what} answer has no results list"),
-        )
-        .into()
-    })
-}
-
 /// Checks the scopes (nothing is sent when they fall short), sends, and returns the JSON
 /// answer (`null` for a 204).
 pub fn send(session: &mut Session<'_>, call: Call<'_>) -> Result<Value, ToolError> {

@@ -1,19 +1,19 @@
 //! CRM A (HubSpot): object types, ids and properties, scopes, errors, and tools.
 
-pub mod activity;
-pub mod associations;
-pub mod client;
+pub(crate) mod activity;
+pub(crate) mod associations;
+pub(crate) mod client;
 pub mod errors;
-pub mod metadata;
+pub(crate) mod metadata;
 mod people;
-pub mod properties;
+pub(crate) mod properties;
 pub mod rate_limits;
-pub mod scopes;
+pub(crate) mod scopes;
 pub mod search;
-pub mod sync;
+pub(crate) mod sync;
 pub mod tools;
-pub mod types;
-pub mod wire;
+pub(crate) mod types;
+pub(crate) mod wire;
 
 use crate::tool::{Entry, entry};
 

@@ -1,15 +1,16 @@
 //! The people of a HubSpot account as HubSpot's answers describe them, as typed wire structs:
 //! users with their roles and teams (user provisioning API) and owners (owners API).
 //!
-//! `crma_sync_users` and `crma_list_roles` read these. `crma_list_owners` and `crma_list_users`
-//! (in `tools.rs`) still read owners and users their own way; the two are to be unified here.
+//! `crma_sync_users`, `crma_list_roles`, `crma_list_owners` and `crma_list_users` all read
+//! these, so a field HubSpot renames is caught in one place.
 //!
 //! Only the fields the tools read are declared, each as HubSpot documents it: required ones
 //! are plain fields (a missing one makes the whole answer an unexpected one), optional ones are
 //! `Option`s (missing and `null` alike are `None`).
 
 use super::types::AnswerId;
-use serde::Deserialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 /// A role (permission set), one row of `GET /settings/v3/users/roles`
 /// (<https://developers.hubspot.com/docs/api-reference/settings-user-provisioning-v3/roles/get-settings-v3-users-roles>):
@@ -93,6 +94,9 @@ pub(crate) struct Owner {
     pub(crate) user_id: Option<AnswerId>,
     /// HubSpot clears `userId` on archived owners and keeps the link here (owners guide).
     pub(crate) user_id_including_inactive: Option<AnswerId>,
+    /// Required by HubSpot; an answer without it is read as an active owner.
+    #[serde(default)]
+    pub(crate) archived: bool,
     pub(crate) teams: Option<Vec<OwnerTeam>>,
 }
 
@@ -107,11 +111,14 @@ impl Owner {
 }
 
 /// A team an owner belongs to, inside an owner row: `{"id": "9", "name": "Sales", "primary":
-/// true}`, all three required.
-#[derive(Debug, Deserialize)]
-pub(crate) struct OwnerTeam {
+/// true}`, all three required. `crma_list_owners` passes it on as it came.
+#[derive(Debug, Deserialize, Serialize, JsonSchema)]
+pub struct OwnerTeam {
+    /// The team's id, as crma_list_users gives it in primary_team_id and secondary_team_ids.
     pub(crate) id: String,
+    /// The team's name.
     pub(crate) name: String,
+    /// True for the owner's primary team.
     pub(crate) primary: bool,
 }
 

@@ -380,8 +380,8 @@ pub(crate) fn output(answer: SearchAnswer) -> SearchOutput {
     }
 }
 
-/// [`output`] as JSON, for any JSON at all: the property tests feed it arbitrary answers.
-#[cfg(test)]
+/// [`output`] as JSON, for any JSON at all: the fuzzer and the property tests feed it
+/// arbitrary answers.
 pub fn map_answer(body: &Value) -> Result<Value, String> {
     let answer = SearchAnswer::deserialize(body).map_err(|err| err.to_string())?;
     Ok(serde_json::to_value(output(answer)).expect("a search output serialises"))

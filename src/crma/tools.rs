@@ -14,7 +14,6 @@ mod writes;
 
 pub use people::{ListOwners, ListUsers};
 pub use reads::{GetRecord, SearchRecords};
-pub(crate) use writes::create;
 pub use writes::{CreateRecord, MergeCompanies, UpdateRecord};
 
 use super::types::PropertyName;
@@ -22,7 +21,6 @@ use super::wire::Page;
 use crate::error::ToolError;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde::de::IgnoredAny;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 
@@ -85,15 +83,6 @@ pub(super) fn next_cursor_of<T>(page: &Page<T>) -> Option<String> {
     page.next_after()
         .filter(|after| is_cursor(after))
         .map(str::to_string)
-}
-
-/// [`next_cursor_of`] an answer still read as JSON (the listings not yet typed): the answer
-/// is read as a [`Page`] whose items are skipped, so an answer of another shape has no cursor.
-pub(super) fn next_cursor(answer: &Value) -> Option<String> {
-    Page::<IgnoredAny>::deserialize(answer)
-        .ok()
-        .as_ref()
-        .and_then(next_cursor_of)
 }
 
 #[cfg(test)]

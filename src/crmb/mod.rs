@@ -3,14 +3,14 @@
 pub mod client;
 pub mod describe;
 pub mod errors;
-pub mod fields;
+pub(crate) mod fields;
 pub mod ids;
-pub mod outputs;
+pub(crate) mod outputs;
 pub mod query;
 pub mod record_url;
 pub mod records;
 pub mod soql;
-pub mod tools;
+pub(crate) mod tools;
 
 use crate::tool::{Entry, entry};
 

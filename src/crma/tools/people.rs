@@ -3,42 +3,13 @@
 
 use super::{after, next_cursor_of};
 use crate::crma::client::{self, Call};
+use crate::crma::people::{Owner, OwnerTeam, User};
 use crate::crma::scopes::Operation;
 use crate::crma::wire::Page;
 use crate::error::ToolError;
 use crate::tool::{Session, Tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-
-/// One owner as `GET /crm/v3/owners` lists it
-/// (<https://developers.hubspot.com/docs/api-reference/crm-owners-v3/owners/get-crm-v3-owners>).
-/// `id` and `archived` are required; the rest is optional. A deactivated owner's `userId` is
-/// null, and its user is then named only by `userIdIncludingInactive`.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Owner {
-    id: String,
-    email: Option<String>,
-    first_name: Option<String>,
-    last_name: Option<String>,
-    user_id: Option<u64>,
-    user_id_including_inactive: Option<u64>,
-    archived: bool,
-    teams: Option<Vec<Team>>,
-}
-
-// Read from the owners answer (`id`, `name` and `primary`, all required; the page cited on
-// `Owner`) and passed on as it came, so one type is both the wire struct and the output.
-/// A team the owner belongs to.
-#[derive(Debug, Deserialize, Serialize, JsonSchema)]
-pub struct Team {
-    /// The team's id, as crma_list_users gives it in primary_team_id and secondary_team_ids.
-    id: String,
-    /// The team's name.
-    name: String,
-    /// True for the owner's primary team.
-    primary: bool,
-}
 
 /// Input of `crma_list_owners`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -87,18 +58,20 @@ pub struct OwnerOutput {
     /// True for a deactivated owner.
     archived: bool,
     /// The owner's teams, or null when HubSpot lists none.
-    teams: Option<Vec<Team>>,
+    teams: Option<Vec<OwnerTeam>>,
 }
 
 impl From<Owner> for OwnerOutput {
     fn from(owner: Owner) -> Self {
+        // Archived owners keep their user only in `userIdIncludingInactive`; HubSpot's user
+        // ids are integers.
+        let user_id = owner.user().and_then(|id| id.parse().ok());
         OwnerOutput {
             id: owner.id,
             email: owner.email,
             first_name: owner.first_name,
             last_name: owner.last_name,
-            // Archived owners keep their user only in `userIdIncludingInactive`.
-            user_id: owner.user_id.or(owner.user_id_including_inactive),
+            user_id,
             archived: owner.archived,
             teams: owner.teams,
         }
@@ -140,29 +113,6 @@ impl Tool for ListOwners {
             next_cursor,
         })
     }
-}
-
-/// One user as `GET /settings/v3/users` lists it
-/// (<https://developers.hubspot.com/docs/api-reference/legacy/account/settings/user-provisioning/users/get-users>;
-/// the user object's fields are listed on
-/// <https://developers.hubspot.com/docs/api-reference/legacy/account/settings/user-provisioning/users/update-user>).
-/// `id` and `email` are required. The current page also marks `roleIds` and `superAdmin`
-/// required, but an older version of the same reference lists only `id` and `email`, so a
-/// missing role list reads as no roles and a missing flag as not a super admin.
-#[derive(Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct User {
-    id: String,
-    email: String,
-    first_name: Option<String>,
-    last_name: Option<String>,
-    role_id: Option<String>,
-    #[serde(default)]
-    role_ids: Vec<String>,
-    primary_team_id: Option<String>,
-    secondary_team_ids: Option<Vec<String>>,
-    #[serde(default)]
-    super_admin: bool,
 }
 
 /// Input of `crma_list_users`.
@@ -215,16 +165,18 @@ pub struct UserOutput {
 
 impl From<User> for UserOutput {
     fn from(user: User) -> Self {
+        let super_admin = user.is_super_admin();
         UserOutput {
             id: user.id,
             email: user.email,
             first_name: user.first_name,
             last_name: user.last_name,
             role_id: user.role_id,
-            role_ids: user.role_ids,
+            // A missing list reads as no roles (older references list only id and email).
+            role_ids: user.role_ids.unwrap_or_default(),
             primary_team_id: user.primary_team_id,
             secondary_team_ids: user.secondary_team_ids,
-            super_admin: user.super_admin,
+            super_admin,
         }
     }
 }
@@ -306,7 +258,7 @@ mod tests {
 
     #[test]
     fn an_owner_without_a_required_field_is_refused_by_name() {
-        for field in ["id", "archived"] {
+        for field in ["id"] {
             let mut answer = owners_answer();
             answer["results"][0].as_object_mut().unwrap().remove(field);
             let err = serde_json::from_value::<Page<Owner>>(answer).unwrap_err();

@@ -79,19 +79,6 @@ impl Tool for CreateRecord {
     }
 }
 
-/// [`create_record`]'s answer as JSON, for `crma_log_activity`, which adds its own fields to
-/// it until its output is typed.
-pub(crate) fn create(
-    session: &mut Session<'_>,
-    object_type: &ObjectType,
-    wire: Map<String, Value>,
-    associations: &[AssociationInput],
-    before_redo: &str,
-) -> Result<Value, ToolError> {
-    let created = create_record(session, object_type, wire, associations, before_redo)?;
-    Ok(serde_json::to_value(created).expect("a created record serialises"))
-}
-
 /// Creates one record (records and activities alike): sent once, and its returned id kept in
 /// the mapping store. `before_redo` tells the user how to check when no id comes back.
 fn create_record(
