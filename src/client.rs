@@ -138,14 +138,16 @@ pub(crate) mod tests {
 
     /// A transport that answers from a script and records what was sent and slept.
     #[derive(Default)]
-    pub struct ScriptedTransport {
+    pub(crate) struct ScriptedTransport {
         pub script: VecDeque<Result<Response, TransportError>>,
         pub sent: Vec<Request>,
         pub slept: Vec<Duration>,
     }
 
     impl ScriptedTransport {
-        pub fn new(script: impl IntoIterator<Item = Result<Response, TransportError>>) -> Self {
+        pub(crate) fn new(
+            script: impl IntoIterator<Item = Result<Response, TransportError>>,
+        ) -> Self {
             ScriptedTransport {
                 script: script.into_iter().collect(),
                 ..Default::default()
@@ -169,9 +171,9 @@ pub(crate) mod tests {
     }
 
     /// The scripted clock: 2026-11-21T09:30:00Z.
-    pub const NOW_UNIX_MILLIS: u64 = 1_795_253_400_000;
+    pub(crate) const NOW_UNIX_MILLIS: u64 = 1_795_253_400_000;
 
-    pub fn response(status: u16, body: &str) -> Result<Response, TransportError> {
+    pub(crate) fn response(status: u16, body: &str) -> Result<Response, TransportError> {
         Ok(Response {
             status,
             headers: vec![("content-type".into(), "application/json".into())],

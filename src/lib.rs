@@ -8,20 +8,20 @@
 
 #![warn(unreachable_pub, missing_docs)]
 
-pub(crate) mod client;
+pub mod client;
 pub mod config;
-pub(crate) mod context;
+pub mod context;
 pub mod crma;
 pub mod crmb;
 pub mod error;
 #[cfg(test)]
 mod harness;
 pub mod http;
-pub(crate) mod mapping;
+pub mod mapping;
 pub mod proxy;
-pub(crate) mod registry;
+pub mod registry;
 pub(crate) mod schema;
-pub(crate) mod tool;
+pub mod tool;
 
 #[cfg(test)]
 mod proptests;

@@ -84,9 +84,9 @@ mod tests {
             .filter(|spec| {
                 let schema: Value = serde_json::from_str(&spec.output_schema).unwrap();
                 schema["type"] != "object"
-                    || !schema["properties"]
+                    || schema["properties"]
                         .as_object()
-                        .is_some_and(|p| !p.is_empty())
+                        .is_none_or(|p| p.is_empty())
             })
             .map(|spec| spec.name)
             .collect();
@@ -94,6 +94,44 @@ mod tests {
             untyped.is_empty(),
             "tools without a typed object output: {untyped:?}"
         );
+    }
+
+    #[test]
+    fn annotations_say_what_each_tool_does_to_the_crm() {
+        let specs = list_tools();
+        let destructive: Vec<_> = specs
+            .iter()
+            .filter(|s| s.annotations.destructive)
+            .map(|s| s.name)
+            .collect();
+        // Only overwrites are destructive: no read, create or link is, and nothing deletes.
+        assert_eq!(
+            destructive,
+            [
+                "crmb_update_record",
+                "crma_update_record",
+                "crma_merge_companies"
+            ]
+        );
+        for spec in &specs {
+            assert_eq!(spec.read_only, spec.annotations.read_only, "{}", spec.name);
+            assert!(
+                !spec.title.is_empty() && spec.title != spec.name,
+                "{}",
+                spec.name
+            );
+            if spec.read_only {
+                assert!(spec.annotations.idempotent, "{} reads", spec.name);
+            }
+        }
+        let closed: Vec<_> = specs
+            .iter()
+            .filter(|s| !s.annotations.open_world)
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(closed, ["crmb_generate_record_url"], "only it calls no CRM");
+        let writes = specs.iter().filter(|s| !s.read_only).count();
+        assert_eq!(writes, 7, "the spec's seven write tools");
     }
 
     #[test]

@@ -4,12 +4,12 @@
 use schemars::{JsonSchema, Schema, json_schema};
 
 /// The input schema of a tool, as the JSON text `list-tools` returns: what the tool accepts.
-pub fn input_schema<T: JsonSchema>() -> String {
+pub(crate) fn input_schema<T: JsonSchema>() -> String {
     root_schema::<T>(schemars::generate::Contract::Deserialize)
 }
 
 /// The output schema of a tool (MCP's `outputSchema`): what the tool's answer looks like.
-pub fn output_schema<T: JsonSchema>() -> String {
+pub(crate) fn output_schema<T: JsonSchema>() -> String {
     root_schema::<T>(schemars::generate::Contract::Serialize)
 }
 
@@ -21,7 +21,7 @@ fn root_schema<T: JsonSchema>(contract: schemars::generate::Contract) -> String 
 }
 
 /// A string schema with a pattern, for validated newtypes.
-pub fn string_schema(pattern: &str, description: &str) -> Schema {
+pub(crate) fn string_schema(pattern: &str, description: &str) -> Schema {
     json_schema!({
         "type": "string",
         "pattern": pattern,

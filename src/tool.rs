@@ -121,16 +121,10 @@ pub trait Tool {
     const NAME: &'static str;
     /// Written for a language model: what the tool does and when to use it.
     const DESCRIPTION: &'static str;
-    /// True when the tool never writes to a CRM.
-    const READ_ONLY: bool;
     /// A short human-readable title (MCP's `title`).
-    const TITLE: &'static str = Self::NAME;
-    /// What the tool does to the CRM, for MCP's annotations.
-    const EFFECT: Effect = if Self::READ_ONLY {
-        Effect::Reads
-    } else {
-        Effect::Adds { idempotent: false }
-    };
+    const TITLE: &'static str;
+    /// What the tool does to the CRM: whether it is read-only, and MCP's annotations.
+    const EFFECT: CrmEffect;
     type Input: DeserializeOwned + JsonSchema;
     type Output: Serialize + JsonSchema;
     fn run(input: Self::Input, session: &mut Session<'_>) -> Result<Self::Output, ToolError>;
@@ -139,7 +133,7 @@ pub trait Tool {
 /// What a tool does to the CRM: the source of MCP's annotations. No tool deletes, so there is
 /// no case for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Effect {
+pub enum CrmEffect {
     /// Answers from its input and configuration alone; calls no CRM.
     Offline,
     /// Reads the CRM and changes nothing there.
@@ -159,20 +153,20 @@ pub struct Annotations {
     pub open_world: bool,
 }
 
-impl Effect {
+impl CrmEffect {
     /// The annotations a client sees: only overwrites are destructive; only offline tools are
     /// closed-world.
     pub const fn annotations(self) -> Annotations {
         let (read_only, destructive, idempotent) = match self {
-            Effect::Offline | Effect::Reads => (true, false, true),
-            Effect::Adds { idempotent } => (false, false, idempotent),
-            Effect::Changes { idempotent } => (false, true, idempotent),
+            CrmEffect::Offline | CrmEffect::Reads => (true, false, true),
+            CrmEffect::Adds { idempotent } => (false, false, idempotent),
+            CrmEffect::Changes { idempotent } => (false, true, idempotent),
         };
         Annotations {
             read_only,
             destructive,
             idempotent,
-            open_world: !matches!(self, Effect::Offline),
+            open_world: !matches!(self, CrmEffect::Offline),
         }
     }
 }
@@ -188,7 +182,7 @@ pub struct Entry {
     pub(crate) title: &'static str,
     pub(crate) description: &'static str,
     pub(crate) read_only: bool,
-    pub(crate) effect: Effect,
+    pub(crate) effect: CrmEffect,
     pub(crate) input_schema: fn() -> String,
     pub(crate) output_schema: fn() -> String,
     pub(crate) call: fn(&str, &mut Session<'_>) -> Result<String, ToolError>,
@@ -199,7 +193,7 @@ pub const fn entry<T: Tool>() -> Entry {
         name: T::NAME,
         title: T::TITLE,
         description: T::DESCRIPTION,
-        read_only: T::READ_ONLY,
+        read_only: T::EFFECT.annotations().read_only,
         effect: T::EFFECT,
         input_schema: input_schema::<T::Input>,
         output_schema: output_schema::<T::Output>,

@@ -14,7 +14,7 @@ use crate::error::ToolError;
 use crate::http::{Effect, Method};
 use crate::mapping::CreatedRecord;
 use crate::schema::string_schema;
-use crate::tool::{Session, Tool};
+use crate::tool::{CrmEffect, Session, Tool};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -255,7 +255,8 @@ impl Tool for LogActivity {
         hs_email_subject, hs_task_subject), when it happened (default now), an optional owner, \
         and the contacts, companies and deals it belongs to. Sent once, never retried: an \
         unknown outcome is reported, so check the record's activities before logging again.";
-    const READ_ONLY: bool = false;
+    const TITLE: &'static str = "Log an activity in HubSpot";
+    const EFFECT: CrmEffect = CrmEffect::Adds { idempotent: false };
     type Input = LogActivityInput;
     type Output = LoggedActivity;
 

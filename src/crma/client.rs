@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 /// A HubSpot request as data: what it does (for the scope check), how, where and with what.
-pub struct Call<'a> {
+pub(crate) struct Call<'a> {
     pub operation: Operation,
     pub method: Method,
     pub effect: Effect,
@@ -24,7 +24,11 @@ pub struct Call<'a> {
 }
 
 impl<'a> Call<'a> {
-    pub fn get(operation: Operation, path: Vec<&'a str>, subject: impl Into<String>) -> Self {
+    pub(crate) fn get(
+        operation: Operation,
+        path: Vec<&'a str>,
+        subject: impl Into<String>,
+    ) -> Self {
         Call {
             operation,
             method: Method::Get,
@@ -36,19 +40,19 @@ impl<'a> Call<'a> {
         }
     }
 
-    pub fn with_query(mut self, query: Vec<(&'a str, String)>) -> Self {
+    pub(crate) fn with_query(mut self, query: Vec<(&'a str, String)>) -> Self {
         self.query = query;
         self
     }
 
     /// A call without a body (a `PUT` that creates an association).
-    pub fn with_method(mut self, method: Method, effect: Effect) -> Self {
+    pub(crate) fn with_method(mut self, method: Method, effect: Effect) -> Self {
         self.method = method;
         self.effect = effect;
         self
     }
 
-    pub fn with_body(mut self, method: Method, effect: Effect, body: Value) -> Self {
+    pub(crate) fn with_body(mut self, method: Method, effect: Effect, body: Value) -> Self {
         self.method = method;
         self.effect = effect;
         self.body = Some(body);
@@ -58,7 +62,7 @@ impl<'a> Call<'a> {
 
 /// Checks the scopes (nothing is sent when they fall short), sends, and returns the JSON
 /// answer (`null` for a 204).
-pub fn send(session: &mut Session<'_>, call: Call<'_>) -> Result<Value, ToolError> {
+pub(crate) fn send(session: &mut Session<'_>, call: Call<'_>) -> Result<Value, ToolError> {
     send_for(session, call)
 }
 

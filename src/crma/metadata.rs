@@ -15,7 +15,7 @@ use super::people::Role;
 use super::scopes::Operation;
 use super::types::{Collection, decode};
 use crate::error::ToolError;
-use crate::tool::{NoInput, Session, Tool};
+use crate::tool::{CrmEffect, NoInput, Session, Tool};
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -51,7 +51,8 @@ impl Tool for ListRoles {
     const NAME: &'static str = "crma_list_roles";
     const DESCRIPTION: &'static str = "List the HubSpot account's user roles (id and name), to \
         read the role_ids that crma_list_users returns.";
-    const READ_ONLY: bool = true;
+    const TITLE: &'static str = "List HubSpot roles";
+    const EFFECT: CrmEffect = CrmEffect::Reads;
     type Input = NoInput;
     type Output = RoleList;
 

@@ -1,7 +1,7 @@
 //! CRM A (HubSpot): object types, ids and properties, scopes, errors, and tools.
 
 pub(crate) mod activity;
-pub(crate) mod associations;
+pub mod associations;
 pub(crate) mod client;
 pub mod errors;
 pub(crate) mod metadata;
@@ -12,7 +12,7 @@ pub(crate) mod scopes;
 pub mod search;
 pub(crate) mod sync;
 pub mod tools;
-pub(crate) mod types;
+pub mod types;
 pub(crate) mod wire;
 
 use crate::tool::{Entry, entry};

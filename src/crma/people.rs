@@ -113,7 +113,7 @@ impl Owner {
 /// A team an owner belongs to, inside an owner row: `{"id": "9", "name": "Sales", "primary":
 /// true}`, all three required. `crma_list_owners` passes it on as it came.
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
-pub struct OwnerTeam {
+pub(super) struct OwnerTeam {
     /// The team's id, as crma_list_users gives it in primary_team_id and secondary_team_ids.
     pub(crate) id: String,
     /// The team's name.

@@ -22,7 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 /// A property's type, as far as it changes what is sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     /// `string`: `IN` values go lower-case.
     Text,
     /// `date`: midnight UTC only.
@@ -50,7 +50,7 @@ const KNOWN_DATETIMES: &[&str] = &[
 ];
 
 /// Reads the type of each named property of `object_type`, one small request each.
-pub fn kinds(
+pub(crate) fn kinds(
     session: &mut Session<'_>,
     object_type: &ObjectType,
     names: &BTreeSet<&PropertyName>,
@@ -90,7 +90,7 @@ pub fn kinds(
 /// Writes `date` property values as HubSpot stores them, reading the definitions of the
 /// properties whose values look like dates. Without the scope to read definitions the values
 /// go as given (HubSpot then judges them itself).
-pub fn normalise_dates(
+pub(crate) fn normalise_dates(
     session: &mut Session<'_>,
     object_type: &ObjectType,
     wire: &mut Map<String, Value>,
@@ -133,7 +133,7 @@ fn looks_like_date(text: &str) -> bool {
 /// A `date` property's value as HubSpot takes it: `YYYY-MM-DD` as is, an ISO 8601 midnight
 /// (any offset: the calendar date as written), epoch milliseconds at midnight UTC. A time of
 /// day cannot become a date without guessing, so it is refused.
-pub fn date_value(name: &str, text: &str) -> Result<String, ToolError> {
+pub(crate) fn date_value(name: &str, text: &str) -> Result<String, ToolError> {
     let refuse = |why: &str| {
         ToolError::invalid(format!(
             "property {name} is a date (no time of day): {text:?} {why}; give the date as \

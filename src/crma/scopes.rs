@@ -7,7 +7,7 @@ use crate::error::ToolError;
 
 /// Something a tool is about to ask HubSpot to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Operation {
+pub(crate) enum Operation {
     Read(ObjectType),
     Write(ObjectType),
     MergeCompanies,
@@ -30,7 +30,7 @@ pub enum Operation {
 /// The generic endpoints (custom objects, v4 associations, pipelines, properties) list a union
 /// over every object type, `oauth` included for some; there the list is the part of HubSpot's
 /// that concerns the object type at hand, so a scope is still always one HubSpot names.
-pub fn allowing(operation: &Operation) -> Vec<String> {
+pub(crate) fn allowing(operation: &Operation) -> Vec<String> {
     let owned = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     match operation {
         Operation::Read(t) => read_scopes(t),
@@ -122,7 +122,7 @@ fn schema_scope(object: &ObjectType) -> Vec<String> {
 }
 
 /// Passes when any granted scope allows the operation; otherwise names the scopes that would.
-pub fn check(granted: &[String], operation: &Operation) -> Result<(), ToolError> {
+pub(crate) fn check(granted: &[String], operation: &Operation) -> Result<(), ToolError> {
     let allowed = allowing(operation);
     if allowed
         .iter()

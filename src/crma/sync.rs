@@ -14,7 +14,7 @@ use super::scopes::{Operation, check};
 use super::types::{Collection, decode};
 use crate::error::{Crm, CrmProblem, ToolError};
 use crate::mapping::{Mapping, MappingKind, StoreError};
-use crate::tool::{NoInput, Session, Tool};
+use crate::tool::{CrmEffect, NoInput, Session, Tool};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -299,7 +299,8 @@ impl Tool for SyncUsers {
         names where scoped) and every owner (active and archived), links owners to users, and \
         reports counts created, updated, unchanged, soft_deleted. Archived owners and removed \
         users are soft-deleted locally (kept, marked deleted); re-running changes nothing new.";
-    const READ_ONLY: bool = true;
+    const TITLE: &'static str = "Sync HubSpot users and owners to local mappings";
+    const EFFECT: CrmEffect = CrmEffect::Reads;
     type Input = NoInput;
     type Output = SyncReport;
 

@@ -13,7 +13,7 @@ const MAX_FIELDS: usize = 500;
 
 /// A field value Salesforce accepts in a write: string, number, boolean or null.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Scalar(Value);
+pub(crate) struct Scalar(Value);
 
 impl<'de> Deserialize<'de> for Scalar {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
@@ -44,11 +44,11 @@ impl JsonSchema for Scalar {
 /// Field API name → value, for `crmb_create_record` and `crmb_update_record`.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(transparent)]
-pub struct FieldValues(BTreeMap<ApiName, Scalar>);
+pub(crate) struct FieldValues(BTreeMap<ApiName, Scalar>);
 
 impl FieldValues {
     /// The JSON body of the write; refuses an empty or oversized map and fields no write may set.
-    pub fn to_body(&self) -> Result<Value, ToolError> {
+    pub(crate) fn to_body(&self) -> Result<Value, ToolError> {
         if self.0.is_empty() {
             return Err(ToolError::invalid(
                 "fields is empty: give at least one field API name and value",

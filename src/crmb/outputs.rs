@@ -10,18 +10,18 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 /// One Salesforce record: field API name → value.
-pub type Record = Map<String, Value>;
+pub(crate) type Record = Map<String, Value>;
 
 /// A link that opens a record in Salesforce.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct RecordLink {
+pub(crate) struct RecordLink {
     /// The record's page in Salesforce, to show the user.
     pub(crate) url: String,
 }
 
 /// One record, as the connected user may see it, and its link.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct FetchedRecord {
+pub(crate) struct FetchedRecord {
     /// Field API name → value, for the fields the user may read (the others are absent).
     pub(crate) record: Record,
     /// Link to open the record in Salesforce; null when the org's URL is not known.
@@ -30,7 +30,7 @@ pub struct FetchedRecord {
 
 /// The record Salesforce created.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct NewRecord {
+pub(crate) struct NewRecord {
     /// Id of the new record.
     pub(crate) id: SalesforceId,
     /// Object API name of the new record.
@@ -45,7 +45,7 @@ pub struct NewRecord {
 
 /// The record Salesforce updated.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct UpdatedRecord {
+pub(crate) struct UpdatedRecord {
     /// Id of the updated record.
     pub(crate) id: SalesforceId,
     /// Object API name of the updated record.
@@ -78,7 +78,7 @@ pub struct QueryResult {
 /// Where a query's records are.
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(untagged)]
-pub enum QueryRows {
+pub(crate) enum QueryRows {
     /// In the answer itself.
     Inline(InlineRecords),
     /// In a JSON Lines file, because there are too many for one answer.
@@ -87,7 +87,7 @@ pub enum QueryRows {
 
 /// Records returned in the answer.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct InlineRecords {
+pub(crate) struct InlineRecords {
     /// How many records this answer holds.
     pub(crate) returned: usize,
     /// The records, each with its fields by API name and a record_url when it has an Id.
@@ -105,7 +105,7 @@ pub struct InlineRecords {
 
 /// A result written to a file in the workspace's results directory.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ResultFile {
+pub(crate) struct ResultFile {
     /// Where the file is, as the workspace sees it.
     pub(crate) file_path: String,
     /// How the file is written.
@@ -121,7 +121,7 @@ pub struct ResultFile {
 /// The format of a result file.
 #[derive(Debug, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
-pub enum FileFormat {
+pub(crate) enum FileFormat {
     /// JSON Lines: one record, as a JSON object, per line.
     Jsonl,
 }

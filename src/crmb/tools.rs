@@ -13,7 +13,7 @@ use crate::error::{Crm, ToolError};
 use crate::http::{Effect, Method, Request};
 use crate::mapping::CreatedRecord;
 use crate::proxy;
-use crate::tool::{Session, Tool};
+use crate::tool::{CrmEffect, Session, Tool};
 use schemars::JsonSchema;
 use serde::Deserialize;
 
@@ -50,7 +50,7 @@ fn check_prefix(object: &ApiName, id: &SalesforceId) -> Result<(), ToolError> {
 /// A Salesforce record, by object API name and record id.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RecordRef {
+pub(crate) struct RecordRef {
     /// Object API name, e.g. Account, Contact, Opportunity, Invoice__c.
     pub object: ApiName,
     /// Salesforce record id (15 or 18 characters).
@@ -58,14 +58,15 @@ pub struct RecordRef {
 }
 
 /// `crmb_generate_record_url`: a link that opens the record in Salesforce, with no CRM call.
-pub struct GenerateRecordUrl;
+pub(crate) struct GenerateRecordUrl;
 
 impl Tool for GenerateRecordUrl {
     const NAME: &'static str = "crmb_generate_record_url";
     const DESCRIPTION: &'static str = "Build a Salesforce link (Lightning record page) for an \
         object and record id, so the user can open the record in Salesforce. Makes no CRM call. \
         Use it when you already have a record id, e.g. from a query, and want to show a link.";
-    const READ_ONLY: bool = true;
+    const TITLE: &'static str = "Link to a Salesforce record";
+    const EFFECT: CrmEffect = CrmEffect::Offline;
     type Input = RecordRef;
     type Output = RecordLink;
 
@@ -83,7 +84,7 @@ impl Tool for GenerateRecordUrl {
 /// The record to fetch and, optionally, which fields to return.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct GetRecordInput {
+pub(crate) struct GetRecordInput {
     /// Object API name, e.g. Account, Contact, Opportunity, Invoice__c.
     pub object: ApiName,
     /// Salesforce record id (15 or 18 characters).
@@ -96,7 +97,7 @@ pub struct GetRecordInput {
 }
 
 /// `crmb_get_record`: one record by object and id, with its link.
-pub struct GetRecord;
+pub(crate) struct GetRecord;
 
 impl Tool for GetRecord {
     const NAME: &'static str = "crmb_get_record";
@@ -104,7 +105,8 @@ impl Tool for GetRecord {
         record id, optionally only the listed fields. Returns the record's fields and a link \
         (record_url) to open it in Salesforce. Salesforce applies the user's own permissions: \
         fields they cannot read are absent.";
-    const READ_ONLY: bool = true;
+    const TITLE: &'static str = "Get a Salesforce record";
+    const EFFECT: CrmEffect = CrmEffect::Reads;
     type Input = GetRecordInput;
     type Output = FetchedRecord;
 
@@ -145,7 +147,7 @@ impl Tool for GetRecord {
 /// A read-only SOQL query and how much of its result to return in this call.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct RunQueryInput {
+pub(crate) struct RunQueryInput {
     /// One SOQL SELECT statement, e.g. "SELECT Id, Name, Amount, CloseDate FROM Opportunity
     /// WHERE IsClosed = false AND CloseDate = THIS_MONTH ORDER BY Amount DESC". Read-only: no
     /// DML, no FOR UPDATE, no SELECT * (use FIELDS(STANDARD) or list fields).
@@ -162,7 +164,7 @@ pub struct RunQueryInput {
 }
 
 /// `crmb_run_soql_query`.
-pub struct RunSoqlQuery;
+pub(crate) struct RunSoqlQuery;
 
 impl Tool for RunSoqlQuery {
     const NAME: &'static str = "crmb_run_soql_query";
@@ -174,7 +176,8 @@ impl Tool for RunSoqlQuery {
         large results are written to a JSON Lines file instead: then file_path, record_count, \
         columns and a short preview come back, and no records. Use crmb_get_object_fields first \
         when unsure of field names.";
-    const READ_ONLY: bool = true;
+    const TITLE: &'static str = "Run a Salesforce SOQL query";
+    const EFFECT: CrmEffect = CrmEffect::Reads;
     type Input = RunQueryInput;
     type Output = QueryResult;
 
@@ -187,7 +190,7 @@ impl Tool for RunSoqlQuery {
 /// The object to describe and optional filters to keep the answer short.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ObjectFieldsInput {
+pub(crate) struct ObjectFieldsInput {
     /// Object API name, e.g. Account, Opportunity, Invoice__c.
     pub object: ApiName,
     /// Only fields whose API name or label contains this text (case-insensitive).
@@ -205,7 +208,7 @@ pub struct ObjectFieldsInput {
 }
 
 /// `crmb_get_object_fields`.
-pub struct GetObjectFields;
+pub(crate) struct GetObjectFields;
 
 impl Tool for GetObjectFields {
     const NAME: &'static str = "crmb_get_object_fields";
@@ -214,7 +217,8 @@ impl Tool for GetObjectFields {
         fields are required on create, createable and updateable, and custom fields. Use it to \
         discover schema and custom fields before writing SOQL or creating and updating records. \
         Filters (name_contains, custom_only, createable_only) keep the answer short.";
-    const READ_ONLY: bool = true;
+    const TITLE: &'static str = "Describe a Salesforce object's fields";
+    const EFFECT: CrmEffect = CrmEffect::Reads;
     type Input = ObjectFieldsInput;
     type Output = ObjectView;
 
@@ -240,7 +244,7 @@ impl Tool for GetObjectFields {
 /// The object to create a record of and its field values.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct CreateRecordInput {
+pub(crate) struct CreateRecordInput {
     /// Object API name, e.g. Account, Contact, Opportunity, Task, Invoice__c.
     pub object: ApiName,
     /// Field API name → value (string, number, boolean or null), e.g. {"Name": "Acme",
@@ -266,7 +270,7 @@ fn yes() -> bool {
 }
 
 /// `crmb_create_record`.
-pub struct CreateRecord;
+pub(crate) struct CreateRecord;
 
 impl Tool for CreateRecord {
     const NAME: &'static str = "crmb_create_record";
@@ -275,7 +279,8 @@ impl Tool for CreateRecord {
         the new id and record_url. Sent exactly once: if the outcome is unknown it says so \
         instead of retrying, so check with crmb_run_soql_query before creating again. Use \
         crmb_get_object_fields to see required fields.";
-    const READ_ONLY: bool = false;
+    const TITLE: &'static str = "Create a Salesforce record";
+    const EFFECT: CrmEffect = CrmEffect::Adds { idempotent: false };
     type Input = CreateRecordInput;
     type Output = NewRecord;
 
@@ -319,7 +324,7 @@ impl Tool for CreateRecord {
 /// The record to change and the new field values.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct UpdateRecordInput {
+pub(crate) struct UpdateRecordInput {
     /// Object API name, e.g. Opportunity.
     pub object: ApiName,
     /// Id of the record to change (15 or 18 characters).
@@ -330,7 +335,7 @@ pub struct UpdateRecordInput {
 }
 
 /// `crmb_update_record`.
-pub struct UpdateRecord;
+pub(crate) struct UpdateRecord;
 
 impl Tool for UpdateRecord {
     const NAME: &'static str = "crmb_update_record";
@@ -338,7 +343,8 @@ impl Tool for UpdateRecord {
         record id (e.g. move an opportunity's stage, change a close date). Only the given fields \
         change. Returns the record_url. Sent exactly once; an unknown outcome is reported, not \
         retried.";
-    const READ_ONLY: bool = false;
+    const TITLE: &'static str = "Update a Salesforce record";
+    const EFFECT: CrmEffect = CrmEffect::Changes { idempotent: true };
     type Input = UpdateRecordInput;
     type Output = UpdatedRecord;
 

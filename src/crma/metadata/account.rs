@@ -5,7 +5,7 @@ use crate::crma::client::{self, Call};
 use crate::crma::scopes::Operation;
 use crate::crma::types::{ObjectType, RecordId, decode};
 use crate::error::{Crm, CrmProblem, ToolError};
-use crate::tool::{NoInput, Session, Tool};
+use crate::tool::{CrmEffect, NoInput, Session, Tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -133,7 +133,8 @@ impl Tool for GetAccountDetails {
     const DESCRIPTION: &'static str = "Get the connected HubSpot account's details: portal id, \
         account type, time zone, company currency, UI domain and data hosting location. Use the \
         time zone to read dates and the currency to read amounts.";
-    const READ_ONLY: bool = true;
+    const TITLE: &'static str = "Get HubSpot account details";
+    const EFFECT: CrmEffect = CrmEffect::Reads;
     type Input = NoInput;
     type Output = AccountSummary;
 
@@ -166,7 +167,8 @@ impl Tool for GenerateRecordUrl {
     const DESCRIPTION: &'static str = "Build the link that opens a HubSpot record in the \
         browser, from the account's portal id and UI domain. Give it to the user next to any \
         record you mention.";
-    const READ_ONLY: bool = true;
+    const TITLE: &'static str = "Link to a HubSpot record";
+    const EFFECT: CrmEffect = CrmEffect::Reads;
     type Input = RecordUrlInput;
     type Output = RecordLink;
 

@@ -6,7 +6,7 @@ use crate::crma::scopes::Operation;
 use crate::crma::types::{Collection, ObjectType, decode};
 use crate::error::ToolError;
 use crate::schema::string_schema;
-use crate::tool::{Session, Tool};
+use crate::tool::{CrmEffect, Session, Tool};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 use std::borrow::Cow;
@@ -218,7 +218,8 @@ impl Tool for GetPipelineStages {
         object): id, label, order, win probability, closed or not. Deal stages are stored by \
         id (e.g. closedwon); use this to read or set dealstage. Without pipeline_id, lists every \
         pipeline of the type with its stages.";
-    const READ_ONLY: bool = true;
+    const TITLE: &'static str = "List HubSpot pipelines and stages";
+    const EFFECT: CrmEffect = CrmEffect::Reads;
     type Input = PipelineStagesInput;
     type Output = PipelineStages;
 

@@ -5,7 +5,7 @@ use crate::crma::client::{self, Call};
 use crate::crma::scopes::Operation;
 use crate::crma::types::{Collection, ObjectType, decode};
 use crate::error::ToolError;
-use crate::tool::{Session, Tool};
+use crate::tool::{CrmEffect, Session, Tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -151,7 +151,8 @@ impl Tool for GetProperties {
         compact: internal name, label, type, field type, and the allowed options of enumeration \
         properties (write the option's value). Use it before searching, creating or updating to \
         get property names and values right.";
-    const READ_ONLY: bool = true;
+    const TITLE: &'static str = "List HubSpot properties";
+    const EFFECT: CrmEffect = CrmEffect::Reads;
     type Input = PropertiesInput;
     type Output = PropertyDefinitions;
 

@@ -7,7 +7,7 @@ use crate::crma::people::{Owner, OwnerTeam, User};
 use crate::crma::scopes::Operation;
 use crate::crma::wire::Page;
 use crate::error::ToolError;
-use crate::tool::{Session, Tool};
+use crate::tool::{CrmEffect, Session, Tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -43,7 +43,7 @@ pub struct OwnersPage {
 
 /// One owner: someone (or a queue) records can be assigned to.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct OwnerOutput {
+pub(super) struct OwnerOutput {
     /// The owner id: the value of a record's hubspot_owner_id.
     id: String,
     /// The owner's email, or null when HubSpot has none.
@@ -83,7 +83,8 @@ impl Tool for ListOwners {
     const DESCRIPTION: &'static str = "List HubSpot owners (the users and queues records can be \
         assigned to): id, email, name, linked user id, teams. Active by default; archived=true \
         lists deactivated ones. Use it to map an owner id to a person.";
-    const READ_ONLY: bool = true;
+    const TITLE: &'static str = "List HubSpot owners";
+    const EFFECT: CrmEffect = CrmEffect::Reads;
     type Input = ListOwnersInput;
     type Output = OwnersPage;
 
@@ -141,7 +142,7 @@ pub struct UsersPage {
 
 /// One HubSpot user, with what decides their permissions.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct UserOutput {
+pub(super) struct UserOutput {
     /// The user id (an owner's user_id in crma_list_owners).
     id: String,
     /// The user's login email.
@@ -185,7 +186,8 @@ impl Tool for ListUsers {
     const NAME: &'static str = "crma_list_users";
     const DESCRIPTION: &'static str = "List the HubSpot account's users: id, email, role ids, \
         primary and secondary team ids, super admin flag. For provisioning and permission mapping.";
-    const READ_ONLY: bool = true;
+    const TITLE: &'static str = "List HubSpot users";
+    const EFFECT: CrmEffect = CrmEffect::Reads;
     type Input = ListUsersInput;
     type Output = UsersPage;
 
@@ -258,7 +260,8 @@ mod tests {
 
     #[test]
     fn an_owner_without_a_required_field_is_refused_by_name() {
-        for field in ["id"] {
+        {
+            let field = "id";
             let mut answer = owners_answer();
             answer["results"][0].as_object_mut().unwrap().remove(field);
             let err = serde_json::from_value::<Page<Owner>>(answer).unwrap_err();

@@ -9,7 +9,7 @@ use crate::crma::types::{ObjectType, PropertyName, RecordId};
 use crate::crma::wire::RecordObject;
 use crate::error::ToolError;
 use crate::http::{Effect, Method};
-use crate::tool::{Session, Tool};
+use crate::tool::{CrmEffect, Session, Tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -51,7 +51,8 @@ impl Tool for SearchRecords {
         CONTAINS_TOKEN, NOT_CONTAINS_TOKEN), one sort, free text and chosen properties. Returns \
         results (id, properties), total and next_cursor. HubSpot can page through only the first \
         10,000 matches; narrow by date windows for more.";
-    const READ_ONLY: bool = true;
+    const TITLE: &'static str = "Search HubSpot records";
+    const EFFECT: CrmEffect = CrmEffect::Reads;
     type Input = SearchInput;
     type Output = SearchOutput;
 
@@ -158,7 +159,7 @@ pub struct RecordOutput {
 /// What `crma_get_record` adds for an archived record: the three fields come together, and
 /// only for a record in HubSpot's recycle bin.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct Archived {
+pub(super) struct Archived {
     /// Present, and true, only for an archived record (in HubSpot's recycle bin).
     archived: bool,
     /// Present only for an archived record: when it was archived (ISO 8601, UTC), or null
@@ -174,7 +175,8 @@ impl Tool for GetRecord {
     const DESCRIPTION: &'static str = "Fetch one HubSpot record by object type and id, with the \
         properties asked for (or HubSpot's default set). Finds records created moments ago, \
         and says when a record is archived (in HubSpot's recycle bin).";
-    const READ_ONLY: bool = true;
+    const TITLE: &'static str = "Get a HubSpot record";
+    const EFFECT: CrmEffect = CrmEffect::Reads;
     type Input = GetRecordInput;
     type Output = RecordOutput;
 

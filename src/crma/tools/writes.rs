@@ -11,7 +11,7 @@ use crate::crma::types::{ObjectType, RecordId};
 use crate::error::ToolError;
 use crate::http::{Effect, Method};
 use crate::mapping::CreatedRecord;
-use crate::tool::{Session, Tool};
+use crate::tool::{CrmEffect, Session, Tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -58,7 +58,8 @@ impl Tool for CreateRecord {
     const DESCRIPTION: &'static str = "Create one HubSpot record (contact, company, deal, ...) \
         with properties and optional associations. Sent exactly once: an unknown outcome is \
         reported, not retried, so search before creating again.";
-    const READ_ONLY: bool = false;
+    const TITLE: &'static str = "Create a HubSpot record";
+    const EFFECT: CrmEffect = CrmEffect::Adds { idempotent: false };
     type Input = CreateInput;
     type Output = CreatedOutput;
 
@@ -147,7 +148,8 @@ impl Tool for UpdateRecord {
     const NAME: &'static str = "crma_update_record";
     const DESCRIPTION: &'static str = "Update properties of one HubSpot record by object type \
         and id; only the given properties change. Sent once, never retried.";
-    const READ_ONLY: bool = false;
+    const TITLE: &'static str = "Update a HubSpot record";
+    const EFFECT: CrmEffect = CrmEffect::Changes { idempotent: true };
     type Input = UpdateInput;
     type Output = UpdatedOutput;
 
@@ -204,7 +206,8 @@ impl Tool for MergeCompanies {
     const DESCRIPTION: &'static str = "Merge a duplicate HubSpot company into a primary one \
         (companies only). The primary keeps its id; the duplicate's data and associations move \
         into it. Not reversible from here: confirm with the user first.";
-    const READ_ONLY: bool = false;
+    const TITLE: &'static str = "Merge two HubSpot companies";
+    const EFFECT: CrmEffect = CrmEffect::Changes { idempotent: false };
     type Input = MergeInput;
     type Output = MergedOutput;
 
