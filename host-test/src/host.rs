@@ -7,7 +7,7 @@
 
 use crate::audit::{AuditEvent, AuditLog, millis};
 use crate::backend::Backend;
-use crate::bindings::{CallContext, ToolError, ToolSpec};
+use crate::bindings::{CallContext, ToolError, ToolMetadata, ToolSpec};
 use crate::hooks::{BrokerHooks, BrokerOrigin, Credential};
 use crate::mappings::{MappingDb, MappingLocation};
 use crate::runtime::{PluginVersion, Runtime, TenantResources};
@@ -247,6 +247,25 @@ impl Host {
         instance
             .crm_plugin_tools()
             .call_list_tools(&mut store)
+            .await
+            .map_err(plugin_error)
+    }
+
+    /// Titles, annotations and output schemas of the same tools, in the same order, from the
+    /// component's `tool-metadata` export.
+    pub async fn tool_metadata(&self, tenant_id: &str) -> Result<Vec<ToolMetadata>, CallError> {
+        let entry = self.tenant(tenant_id)?;
+        let mut store = self.store(&entry, "")?;
+        let plugin_error = |e: wasmtime::Error| CallError::Plugin(format!("{e:#}"));
+        let instance = entry
+            .plugin
+            .pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(plugin_error)?;
+        instance
+            .crm_plugin_tool_metadata()
+            .call_list_tool_metadata(&mut store)
             .await
             .map_err(plugin_error)
     }

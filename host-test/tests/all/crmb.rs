@@ -39,6 +39,33 @@ async fn all_six_crmb_tools_are_listed() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_tool_has_a_title_annotations_and_an_output_schema() {
+    let f = fixture(record_stub(Duration::ZERO));
+    let tools = f.host.list_tools("t1").await.unwrap();
+    let metadata = f.host.tool_metadata("t1").await.unwrap();
+    let names = |v: Vec<&str>| v.join(",");
+    assert_eq!(
+        names(metadata.iter().map(|m| m.name.as_str()).collect()),
+        names(tools.iter().map(|t| t.name.as_str()).collect()),
+        "one metadata row per tool, in list-tools order"
+    );
+    assert_eq!(metadata.len(), 22);
+    for (tool, meta) in tools.iter().zip(&metadata) {
+        assert_eq!(meta.annotations.read_only, tool.read_only, "{}", tool.name);
+        assert!(!meta.title.is_empty(), "{}", tool.name);
+        let schema: Value = serde_json::from_str(&meta.output_schema).unwrap();
+        assert_eq!(schema["type"], "object", "{}", tool.name);
+    }
+    let record_url = metadata
+        .iter()
+        .find(|m| m.name == "crmb_generate_record_url")
+        .unwrap();
+    let schema: Value = serde_json::from_str(&record_url.output_schema).unwrap();
+    assert_eq!(schema["properties"]["url"]["type"], "string");
+    assert!(!record_url.annotations.open_world && !record_url.annotations.destructive);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_three_page_query_pages_through_the_host() {
     let stub = StubBackend::with_handler(crm_host::stub::query_pages(6000, 2000));
     let f = fixture_on(runtime(), stub, &[("CRM_INLINE_MAX_BYTES", "67108864")]);
