@@ -28,7 +28,7 @@ pub(crate) struct ResultsDir {
 }
 
 /// The directory's path for a plain file name, or why the name is refused.
-fn path_in(dir: &Path, name: &str) -> Result<PathBuf, String> {
+pub(crate) fn path_in(dir: &Path, name: &str) -> Result<PathBuf, String> {
     let plain = (1..=MAX_NAME_LEN).contains(&name.len())
         && !name.starts_with('.')
         && name

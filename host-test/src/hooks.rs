@@ -132,6 +132,9 @@ pub struct BrokerHooks {
     pub max_timeout: Duration,
     /// Largest request body the guest may send.
     pub max_request_bytes: usize,
+    /// Set once a write (any method but GET) is handed to the backend, so a call cancelled
+    /// afterwards is known to have an unknown outcome.
+    pub writes_sent: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl BrokerHooks {
@@ -172,6 +175,7 @@ impl WasiHttpHooks for BrokerHooks {
         let tenant = self.tenant.clone();
         let credential = self.credential.clone();
         let backend = self.backend.clone();
+        let writes_sent = self.writes_sent.clone();
         let audit = self.audit.clone();
         let max_request_bytes = self.max_request_bytes;
         Box::new(async move {
@@ -203,6 +207,9 @@ impl WasiHttpHooks for BrokerHooks {
                 parts
                     .headers
                     .insert(CREDENTIAL_HEADER, credential.header_value()?);
+                if parts.method != http::Method::GET {
+                    writes_sent.store(true, std::sync::atomic::Ordering::SeqCst);
+                }
                 backend.send(http::Request::from_parts(parts, body)).await
             };
             let response = match tokio::time::timeout(timeout, exchange).await {

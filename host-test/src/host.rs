@@ -13,6 +13,7 @@ use crate::mappings::{MappingDb, MappingLocation};
 use crate::runtime::{PluginVersion, Runtime, TenantResources};
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 use url::Url;
@@ -77,6 +78,13 @@ pub enum CallError {
     /// The component trapped, ran out of memory or time, or could not be instantiated.
     #[error("the plugin failed: {0}")]
     Plugin(String),
+    /// The caller cancelled the call before it finished.
+    #[error("{}", if *write_sent {
+        "cancelled after a write was sent: its outcome is unknown; check the record before redoing it"
+    } else {
+        "cancelled before any write was sent"
+    })]
+    Cancelled { write_sent: bool },
 }
 
 impl CallError {
@@ -84,6 +92,8 @@ impl CallError {
     pub fn kind(&self) -> &'static str {
         match self {
             CallError::Tool(e) => e.kind(),
+            CallError::Cancelled { write_sent: true } => "outcome-unknown",
+            CallError::Cancelled { write_sent: false } => "cancelled",
             _ => "host-error",
         }
     }
@@ -95,6 +105,8 @@ pub struct Host {
     backend: Arc<dyn Backend>,
     audit: AuditLog,
     tenants: RwLock<HashMap<String, Arc<TenantEntry>>>,
+    /// Tells listeners (MCP sessions) which tenant's component was just swapped.
+    swaps: tokio::sync::broadcast::Sender<Arc<str>>,
 }
 
 impl Host {
@@ -104,6 +116,7 @@ impl Host {
             backend,
             audit,
             tenants: RwLock::default(),
+            swaps: tokio::sync::broadcast::channel(64).0,
         }
     }
 
@@ -192,7 +205,20 @@ impl Host {
             plugin,
         };
         tenants.insert(tenant_id.into(), Arc::new(entry));
+        // Nobody listening is fine: no session to tell.
+        let _ = self.swaps.send(tenant_id.into());
         Ok(())
+    }
+
+    /// Every later swap's tenant id, for telling clients that a tenant's tools changed.
+    pub fn swaps(&self) -> tokio::sync::broadcast::Receiver<Arc<str>> {
+        self.swaps.subscribe()
+    }
+
+    /// The tenant's results directory, where its large query results are (for serving them
+    /// back to that tenant alone).
+    pub fn results_dir(&self, tenant_id: &str) -> Result<Option<PathBuf>, CallError> {
+        Ok(self.tenant(tenant_id)?.results_dir.clone())
     }
 
     fn tenant(&self, tenant_id: &str) -> Result<Arc<TenantEntry>, CallError> {
@@ -213,6 +239,7 @@ impl Host {
         &self,
         entry: &TenantEntry,
         user_id: &str,
+        writes: Arc<AtomicBool>,
     ) -> Result<wasmtime::Store<crate::runtime::CallState>, CallError> {
         let limits = self.runtime.limits();
         // Only this tenant's settings, results directory and mapping store.
@@ -229,6 +256,7 @@ impl Host {
             audit: self.audit.clone(),
             max_timeout: limits.http_timeout,
             max_request_bytes: limits.max_request_bytes,
+            writes_sent: writes,
         };
         Ok(self.runtime.store(tenant, hooks, user_id.into()))
     }
@@ -236,7 +264,7 @@ impl Host {
     /// The tools the tenant's component offers.
     pub async fn list_tools(&self, tenant_id: &str) -> Result<Vec<ToolSpec>, CallError> {
         let entry = self.tenant(tenant_id)?;
-        let mut store = self.store(&entry, "")?;
+        let mut store = self.store(&entry, "", Arc::default())?;
         let plugin_error = |e: wasmtime::Error| CallError::Plugin(format!("{e:#}"));
         let instance = entry
             .plugin
@@ -255,7 +283,7 @@ impl Host {
     /// component's `tool-metadata` export.
     pub async fn tool_metadata(&self, tenant_id: &str) -> Result<Vec<ToolMetadata>, CallError> {
         let entry = self.tenant(tenant_id)?;
-        let mut store = self.store(&entry, "")?;
+        let mut store = self.store(&entry, "", Arc::default())?;
         let plugin_error = |e: wasmtime::Error| CallError::Plugin(format!("{e:#}"));
         let instance = entry
             .plugin
@@ -272,14 +300,31 @@ impl Host {
 
     /// Runs one tool call in a fresh instance of the tenant's component, and audits it.
     pub async fn call(&self, request: CallRequest) -> Result<String, CallError> {
+        self.call_until(request, std::future::pending()).await
+    }
+
+    /// As [`Host::call`], but stops when `cancelled` completes first (an MCP client's
+    /// `notifications/cancelled`): the component is dropped where it stands, and the call is
+    /// audited as `cancelled`, or `outcome-unknown` when a write had already gone out.
+    pub async fn call_until(
+        &self,
+        request: CallRequest,
+        cancelled: impl Future<Output = ()>,
+    ) -> Result<String, CallError> {
         let started = Instant::now();
+        let writes = Arc::new(AtomicBool::new(false));
         let entry = self.tenant(&request.tenant_id);
         let plugin_version = entry
             .as_ref()
             .map(|e| e.plugin.label.clone())
             .unwrap_or_default();
         let (result, peak_memory_bytes) = match entry {
-            Ok(entry) => self.run(&entry, &request).await,
+            Ok(entry) => tokio::select! {
+                done = self.run(&entry, &request, writes.clone()) => done,
+                () = cancelled => (Err(CallError::Cancelled {
+                    write_sent: writes.load(Ordering::SeqCst),
+                }), 0),
+            },
             Err(err) => (Err(err), 0),
         };
         self.audit.record(AuditEvent::ToolCall {
@@ -302,8 +347,9 @@ impl Host {
         &self,
         entry: &TenantEntry,
         request: &CallRequest,
+        writes: Arc<AtomicBool>,
     ) -> (Result<String, CallError>, usize) {
-        let mut store = match self.store(entry, &request.user_id) {
+        let mut store = match self.store(entry, &request.user_id, writes) {
             Ok(store) => store,
             Err(err) => return (Err(err), 0),
         };

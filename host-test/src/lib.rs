@@ -15,6 +15,7 @@ pub mod files;
 pub mod hooks;
 pub mod host;
 pub mod mappings;
+pub mod mcp;
 pub mod runtime;
 pub mod sandbox;
 pub mod stub;

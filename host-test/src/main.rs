@@ -5,8 +5,10 @@ use clap::{Args, Parser, Subcommand};
 use crm_host::backend::NetworkBackend;
 use crm_host::hooks::Credential;
 use crm_host::mappings::{MappingLocation, tenant_file};
+use crm_host::mcp::{McpServer, Principal};
 use crm_host::sandbox::SandboxCrm;
 use crm_host::{AuditLog, Backend, CallError, CallRequest, Host, HostLimits, Runtime, TenantSpec};
+use rmcp::ServiceExt;
 use serde_json::{Value, json};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -40,6 +42,9 @@ enum Command {
         /// The tool's input, a JSON object.
         input: String,
     },
+    /// Serve the tools to an MCP client over stdio (one tenant and user per process). Stdout
+    /// carries only protocol messages; logs and `--audit -` go to stderr.
+    Mcp,
 }
 
 /// Who the calls act for and where they go; the same for every command.
@@ -85,6 +90,11 @@ oauth,sales-email-read,settings.users.read,settings.users.teams.read";
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Logs go to stderr: stdout belongs to the results, and to MCP's stdio transport.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(tracing::Level::WARN)
+        .init();
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -168,8 +178,17 @@ async fn run(options: Options, command: Command) -> Result<ExitCode, String> {
             }
         };
     let sandbox = options.proxy_base.is_none();
-    let host = Host::new(runtime, backend, audit);
+    let host = Arc::new(Host::new(runtime, backend, audit));
     host.add_tenant(spec, plugin).map_err(|e| e.to_string())?;
+    if let Command::Mcp = command {
+        let principal = Principal {
+            tenant_id: options.tenant.clone(),
+            user_id: options.user.clone(),
+            granted_scopes: options.scopes.clone(),
+            instance_url,
+        };
+        return serve_stdio(host, principal).await;
+    }
     let request = |tool: &str, input: &str| CallRequest {
         tenant_id: options.tenant.clone(),
         user_id: options.user.clone(),
@@ -202,7 +221,22 @@ async fn run(options: Options, command: Command) -> Result<ExitCode, String> {
         Command::Call { tool, input } => Ok(report(host.call(request(&tool, &input)).await)),
         Command::Demo if sandbox => demo(&host, &request).await,
         Command::Demo => Err("the demo runs against the sandbox only; drop --proxy-base".into()),
+        Command::Mcp => unreachable!("served above"),
     }
+}
+
+/// `crm-host mcp`: MCP over stdin/stdout until the client closes stdin.
+async fn serve_stdio(host: Arc<Host>, principal: Principal) -> Result<ExitCode, String> {
+    let server = McpServer::for_principal(host, principal);
+    let running = server
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| format!("starting the MCP session: {e}"))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| format!("the MCP session failed: {e}"))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Prints a call's result, or `{"error": {...}}`, and picks the exit code.

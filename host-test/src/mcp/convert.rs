@@ -1,0 +1,159 @@
+//! What the MCP server says, as pure functions over what the host returns: tool listings with
+//! titles, annotations and output schemas; tool results with structured content; result files
+//! as resource links. No I/O here, so all of it is unit-tested natively.
+
+use crate::bindings::{ToolMetadata, ToolSpec};
+use crate::host::CallError;
+use rmcp::ErrorData as McpError;
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Resource, Tool, ToolAnnotations};
+use serde_json::{Value, json};
+use std::sync::Arc;
+
+/// The scheme of a tenant's result files as MCP resources: `crm-results://files/<name>`. The
+/// tenant is never in the URI; it is always the session's own.
+pub const RESULTS_URI_PREFIX: &str = "crm-results://files/";
+
+/// The media type of a result file (JSON Lines).
+pub const NDJSON: &str = "application/x-ndjson";
+
+/// One MCP tool from the component's spec and metadata rows (matched by name).
+pub fn tool(spec: &ToolSpec, meta: Option<&ToolMetadata>) -> Tool {
+    let mut tool = Tool::new(
+        spec.name.clone(),
+        spec.description.clone(),
+        Arc::new(object(&spec.input_schema)),
+    );
+    if let Some(meta) = meta {
+        let a = &meta.annotations;
+        tool = tool
+            .with_title(meta.title.clone())
+            .with_raw_output_schema(Arc::new(object(&meta.output_schema)))
+            .with_annotations(
+                ToolAnnotations::new()
+                    .read_only(a.read_only)
+                    .destructive(a.destructive)
+                    .idempotent(a.idempotent)
+                    .open_world(a.open_world),
+            );
+    } else {
+        tool = tool.with_annotations(ToolAnnotations::new().read_only(spec.read_only));
+    }
+    tool
+}
+
+/// A JSON Schema text as an object; a schema that is not one becomes the empty object schema.
+fn object(schema: &str) -> JsonObject {
+    match serde_json::from_str(schema) {
+        Ok(Value::Object(map)) => map,
+        _ => json!({"type": "object"})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    }
+}
+
+/// A tool's answer: the JSON as `structuredContent` and as a text block, and a large result's
+/// file also as a `resource_link` the client can read.
+pub fn success(output: &str) -> CallToolResult {
+    let value: Value = serde_json::from_str(output).unwrap_or(Value::String(output.into()));
+    let link = result_file_name(&value).map(|name| {
+        ContentBlock::resource_link(
+            Resource::new(format!("{RESULTS_URI_PREFIX}{name}"), name.to_string())
+                .with_mime_type(NDJSON),
+        )
+    });
+    let mut result = CallToolResult::structured(value);
+    result.content.extend(link);
+    result
+}
+
+/// The file name of a query result written to a file (its `file_path`), if any.
+fn result_file_name(output: &Value) -> Option<&str> {
+    let path = output.get("file_path")?.as_str()?;
+    path.rsplit('/').next().filter(|name| !name.is_empty())
+}
+
+/// How a failed call reaches the client: a `tool-error` is a tool result with `isError` (the
+/// model reads it and can correct itself); a broken or cancelled call is a protocol error.
+pub fn failure(err: CallError) -> Result<CallToolResult, McpError> {
+    match err {
+        CallError::Tool(e) => Ok(CallToolResult::structured_error(
+            json!({"error": {"kind": e.kind(), "message": e.message()}}),
+        )),
+        other => Err(McpError::internal_error(other.to_string(), None)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bindings::{ToolAnnotations as WitAnnotations, ToolError};
+
+    fn spec() -> ToolSpec {
+        ToolSpec {
+            name: "crmb_update_record".into(),
+            description: "Update a record".into(),
+            input_schema: r#"{"type":"object","additionalProperties":false}"#.into(),
+            read_only: false,
+        }
+    }
+
+    #[test]
+    fn a_tool_carries_title_annotations_and_output_schema() {
+        let meta = ToolMetadata {
+            name: "crmb_update_record".into(),
+            title: "Update a Salesforce record".into(),
+            output_schema: r#"{"type":"object","properties":{"id":{"type":"string"}}}"#.into(),
+            annotations: WitAnnotations {
+                read_only: false,
+                destructive: true,
+                idempotent: true,
+                open_world: true,
+            },
+        };
+        let wire = serde_json::to_value(tool(&spec(), Some(&meta))).unwrap();
+        assert_eq!(wire["title"], "Update a Salesforce record");
+        assert_eq!(wire["inputSchema"]["additionalProperties"], false);
+        assert_eq!(wire["outputSchema"]["properties"]["id"]["type"], "string");
+        assert_eq!(wire["annotations"]["destructiveHint"], true);
+        assert_eq!(wire["annotations"]["readOnlyHint"], false);
+        assert_eq!(wire["annotations"]["idempotentHint"], true);
+        assert_eq!(wire["annotations"]["openWorldHint"], true);
+    }
+
+    #[test]
+    fn an_answer_is_structured_and_text_and_a_file_is_a_link() {
+        let out = r#"{"file_path":"/tmp/r/acme/query-1.jsonl","record_count":3}"#;
+        let wire = serde_json::to_value(success(out)).unwrap();
+        assert_eq!(wire["structuredContent"]["record_count"], 3);
+        assert_eq!(wire["isError"], false);
+        let content = wire["content"].as_array().unwrap();
+        assert_eq!(content[0]["type"], "text");
+        let text: Value = serde_json::from_str(content[0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(text["record_count"], 3);
+        assert_eq!(content[1]["type"], "resource_link");
+        assert_eq!(content[1]["uri"], "crm-results://files/query-1.jsonl");
+        assert_eq!(content[1]["mimeType"], NDJSON);
+        let plain = serde_json::to_value(success(r#"{"url":"x"}"#)).unwrap();
+        assert_eq!(plain["content"].as_array().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn tool_errors_are_results_the_model_reads_and_host_failures_are_protocol_errors() {
+        let wire = serde_json::to_value(
+            failure(CallError::Tool(ToolError::MissingScopes(vec![
+                "crm.objects.deals.write".into(),
+            ])))
+            .unwrap(),
+        )
+        .unwrap();
+        assert_eq!(wire["isError"], true);
+        assert_eq!(wire["structuredContent"]["error"]["kind"], "missing-scopes");
+        assert_eq!(
+            wire["structuredContent"]["error"]["message"],
+            "crm.objects.deals.write"
+        );
+        let err = failure(CallError::Plugin("wasm trap: unreachable".into())).unwrap_err();
+        assert_eq!(err.code, rmcp::model::ErrorCode::INTERNAL_ERROR);
+    }
+}

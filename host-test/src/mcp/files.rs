@@ -1,0 +1,188 @@
+//! A tenant's result files over MCP: listed and read as resources (`crm-results://files/…`,
+//! size-capped), and paged through by the read-only `crm_read_result_file` tool, for clients
+//! that cannot read resources or files. Only the session's own tenant's directory is reached,
+//! and only by plain file names.
+
+use super::Principal;
+use super::convert::{NDJSON, RESULTS_URI_PREFIX};
+use crate::files::path_in;
+use crate::host::Host;
+use rmcp::ErrorData as McpError;
+use rmcp::model::{
+    CallToolResult, ReadResourceResult, Resource, ResourceContents, Tool, ToolAnnotations,
+};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// The host's own tool for paging through a result file.
+pub const READ_TOOL: &str = "crm_read_result_file";
+
+/// Largest file `resources/read` returns whole; larger ones are paged with [`READ_TOOL`].
+pub const MAX_RESOURCE_BYTES: u64 = 8 << 20;
+
+/// Most records one page of [`READ_TOOL`] returns.
+const MAX_PAGE: usize = 1000;
+
+fn dir(host: &Host, principal: &Principal) -> Result<PathBuf, McpError> {
+    host.results_dir(&principal.tenant_id)
+        .map_err(|e| McpError::internal_error(e.to_string(), None))?
+        .ok_or_else(|| McpError::resource_not_found("this workspace keeps no result files", None))
+}
+
+/// The tenant's finished result files, newest names last.
+pub fn list(host: &Host, principal: &Principal) -> Result<Vec<rmcp::model::Resource>, McpError> {
+    let Ok(dir) = dir(host, principal) else {
+        return Ok(Vec::new());
+    };
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter(|name| name.ends_with(".jsonl"))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    Ok(names
+        .into_iter()
+        .map(|name| {
+            Resource::new(format!("{RESULTS_URI_PREFIX}{name}"), name).with_mime_type(NDJSON)
+        })
+        .collect())
+}
+
+/// The file a `crm-results://files/<name>` URI names in the tenant's directory.
+fn file(host: &Host, principal: &Principal, uri: &str) -> Result<PathBuf, McpError> {
+    let name = uri
+        .strip_prefix(RESULTS_URI_PREFIX)
+        .ok_or_else(|| McpError::resource_not_found(format!("no resource {uri}"), None))?;
+    let path =
+        path_in(&dir(host, principal)?, name).map_err(|why| McpError::invalid_params(why, None))?;
+    if !path.is_file() {
+        return Err(McpError::resource_not_found(
+            format!("no resource {uri}"),
+            None,
+        ));
+    }
+    Ok(path)
+}
+
+/// `resources/read`: the whole file, when it is at most [`MAX_RESOURCE_BYTES`].
+pub fn read(host: &Host, principal: &Principal, uri: &str) -> Result<ReadResourceResult, McpError> {
+    let path = file(host, principal, uri)?;
+    let size = path.metadata().map(|m| m.len()).unwrap_or(u64::MAX);
+    if size > MAX_RESOURCE_BYTES {
+        return Err(McpError::invalid_params(
+            format!(
+                "{uri} is {size} bytes, over the {MAX_RESOURCE_BYTES}-byte limit for reading it \
+                 whole; page through it with {READ_TOOL}"
+            ),
+            None,
+        ));
+    }
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| McpError::internal_error(format!("reading {uri}: {e}"), None))?;
+    Ok(ReadResourceResult::new(vec![
+        ResourceContents::text(text, uri.to_string()).with_mime_type(NDJSON),
+    ]))
+}
+
+/// Input of [`READ_TOOL`].
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ReadInput {
+    file: String,
+    #[serde(default)]
+    offset: usize,
+    #[serde(default = "default_limit")]
+    limit: usize,
+}
+
+fn default_limit() -> usize {
+    200
+}
+
+/// The [`READ_TOOL`] listing: read-only, closed-world (it reads the host's files only).
+pub fn read_tool() -> Tool {
+    let input = json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["file"],
+        "properties": {
+            "file": {"type": "string", "description": "The result file: its name, its crm-results://files/ URI, or the file_path a query answered."},
+            "offset": {"type": "integer", "minimum": 0, "description": "Records to skip (0 for the first page; then next_offset)."},
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE, "description": "Most records to return (default 200)."}
+        }
+    });
+    let output = json!({
+        "type": "object",
+        "required": ["file", "offset", "records", "done"],
+        "properties": {
+            "file": {"type": "string", "description": "The file's name."},
+            "offset": {"type": "integer", "description": "Index of the first record returned."},
+            "records": {"type": "array", "items": {"type": "object"}, "description": "The records, one JSON object each."},
+            "next_offset": {"type": "integer", "description": "Pass as offset for the next page; absent when done."},
+            "done": {"type": "boolean", "description": "True when no records follow."}
+        }
+    });
+    Tool::new(
+        READ_TOOL,
+        "Page through a large query result file (JSON Lines) that crmb_run_soql_query wrote: \
+         give the file and an offset; answers up to limit records and the next offset.",
+        Arc::new(input.as_object().cloned().unwrap_or_default()),
+    )
+    .with_title("Read a result file")
+    .with_raw_output_schema(Arc::new(output.as_object().cloned().unwrap_or_default()))
+    .with_annotations(
+        ToolAnnotations::new()
+            .read_only(true)
+            .destructive(false)
+            .idempotent(true)
+            .open_world(false),
+    )
+}
+
+/// Runs [`READ_TOOL`]; a wrong input is a tool error the model can correct.
+pub fn read_tool_call(
+    host: &Host,
+    principal: &Principal,
+    input: &Value,
+) -> Result<CallToolResult, McpError> {
+    let invalid = |message: String| {
+        Ok(CallToolResult::structured_error(
+            json!({"error": {"kind": "invalid-input", "message": message}}),
+        ))
+    };
+    let input: ReadInput = match serde_json::from_value(input.clone()) {
+        Ok(input) => input,
+        Err(e) => return invalid(format!("{READ_TOOL}: {e}")),
+    };
+    if !(1..=MAX_PAGE).contains(&input.limit) {
+        return invalid(format!("limit must be from 1 to {MAX_PAGE}"));
+    }
+    // The name alone: a URI or a path the tool answered both end in it.
+    let name = input.file.rsplit('/').next().unwrap_or_default();
+    let path = match file(host, principal, &format!("{RESULTS_URI_PREFIX}{name}")) {
+        Ok(path) => path,
+        Err(e) => return invalid(e.message.to_string()),
+    };
+    let reader = std::fs::File::open(&path)
+        .map(BufReader::new)
+        .map_err(|e| McpError::internal_error(format!("opening {name}: {e}"), None))?;
+    let mut lines = reader.lines().skip(input.offset);
+    let mut records = Vec::new();
+    for line in lines.by_ref().take(input.limit) {
+        let line = line.map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        records.push(serde_json::from_str::<Value>(&line).unwrap_or(Value::String(line)));
+    }
+    let done = lines.next().is_none();
+    let mut out = json!({"file": name, "offset": input.offset, "records": records, "done": done});
+    if !done {
+        out["next_offset"] = json!(input.offset + out["records"].as_array().map_or(0, Vec::len));
+    }
+    Ok(CallToolResult::structured(out))
+}

@@ -1,0 +1,180 @@
+//! The Model Context Protocol server: the tenant's component's tools, served to any MCP client
+//! (`crm-host mcp` over stdio, `crm-host serve` over Streamable HTTP).
+//!
+//! Who a request acts for is a [`Principal`]: fixed for a stdio process, and for HTTP put in
+//! the request by the bearer-token check before MCP sees it — never taken from a header, a tool
+//! argument or a session id. Everything else (tools, files, mappings) follows from it.
+
+pub mod convert;
+pub mod files;
+
+use crate::host::{CallError, CallRequest, Host};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, Implementation, ListResourcesResult, ListToolsResult,
+    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use std::sync::Arc;
+
+/// Whom a call acts for: the tenant, the workspace user, and what the tenant granted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Principal {
+    pub tenant_id: String,
+    pub user_id: String,
+    pub granted_scopes: Vec<String>,
+    /// Salesforce org URL for record links.
+    pub instance_url: Option<String>,
+}
+
+/// The MCP server over a [`Host`]. Cheap to clone: one per session shares the host.
+#[derive(Clone)]
+pub struct McpServer {
+    host: Arc<Host>,
+    /// The stdio process's one principal; `None` over HTTP, where each request carries its own.
+    fixed: Option<Principal>,
+}
+
+impl McpServer {
+    /// A server acting for one principal on every request (stdio).
+    pub fn for_principal(host: Arc<Host>, principal: Principal) -> Self {
+        McpServer {
+            host,
+            fixed: Some(principal),
+        }
+    }
+
+    /// A server that reads each request's principal from the HTTP request (Streamable HTTP),
+    /// where the bearer-token check put it.
+    pub fn per_request(host: Arc<Host>) -> Self {
+        McpServer { host, fixed: None }
+    }
+
+    fn principal(&self, extensions: &rmcp::model::Extensions) -> Result<Principal, McpError> {
+        if let Some(fixed) = &self.fixed {
+            return Ok(fixed.clone());
+        }
+        extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Principal>())
+            .cloned()
+            .ok_or_else(|| McpError::invalid_request("no authenticated principal", None))
+    }
+
+    async fn tools(&self, principal: &Principal) -> Result<Vec<rmcp::model::Tool>, McpError> {
+        let tenant = &principal.tenant_id;
+        let host_error = |e: CallError| McpError::internal_error(e.to_string(), None);
+        let specs = self.host.list_tools(tenant).await.map_err(host_error)?;
+        let metadata = self.host.tool_metadata(tenant).await.map_err(host_error)?;
+        let mut tools: Vec<_> = specs
+            .iter()
+            .map(|spec| convert::tool(spec, metadata.iter().find(|m| m.name == spec.name)))
+            .collect();
+        tools.push(files::read_tool());
+        Ok(tools)
+    }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(Implementation::new("crm-host", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "Tools over the workspace's HubSpot (crma_*) and Salesforce (crmb_*) connections. \
+             Nothing is ever deleted. Large query results are JSON Lines files: read them as \
+             resources or page through them with crm_read_result_file.",
+        )
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let Ok(principal) = self.principal(&context.extensions) else {
+            return;
+        };
+        let tenant = principal.tenant_id;
+        let mut swaps = self.host.swaps();
+        let peer = context.peer.clone();
+        tokio::spawn(async move {
+            // Ends when the session's peer is gone (a failed send) or the host drops.
+            while let Ok(swapped) = swaps.recv().await {
+                if *swapped == *tenant && peer.notify_tool_list_changed().await.is_err() {
+                    break;
+                }
+            }
+        });
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        let principal = self.principal(&context.extensions)?;
+        Ok(ListToolsResult::with_all_items(
+            self.tools(&principal).await?,
+        ))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let principal = self.principal(&context.extensions)?;
+        let input = serde_json::Value::Object(request.arguments.unwrap_or_default());
+        if request.name == files::READ_TOOL {
+            return files::read_tool_call(&self.host, &principal, &input).map(Into::into);
+        }
+        let known = self.host.list_tools(&principal.tenant_id).await;
+        if !known.is_ok_and(|tools| tools.iter().any(|t| t.name == request.name)) {
+            return Err(McpError::invalid_params(
+                format!("there is no tool named {:?}", request.name),
+                None,
+            ));
+        }
+        let call = CallRequest {
+            tenant_id: principal.tenant_id,
+            user_id: principal.user_id,
+            granted_scopes: principal.granted_scopes,
+            instance_url: principal.instance_url,
+            tool: request.name.to_string(),
+            input: input.to_string(),
+        };
+        let cancelled = context.ct.clone();
+        let result = match self
+            .host
+            .call_until(call, cancelled.cancelled_owned())
+            .await
+        {
+            Ok(output) => Ok(convert::success(&output)),
+            Err(err) => convert::failure(err),
+        };
+        result.map(Into::into)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let principal = self.principal(&context.extensions)?;
+        Ok(ListResourcesResult::with_all_items(files::list(
+            &self.host, &principal,
+        )?))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        let principal = self.principal(&context.extensions)?;
+        files::read(&self.host, &principal, &request.uri).map(Into::into)
+    }
+}
