@@ -5,5 +5,6 @@
 mod crma;
 mod crmb;
 mod fixtures;
+mod mcp;
 mod security;
 mod sync;

@@ -1,0 +1,299 @@
+//! The MCP server driven by a real MCP client (rmcp's): over stdio through the `crm-host mcp`
+//! binary, and in process over a pipe, where a swap can happen mid-session.
+
+use crate::fixtures::*;
+use crm_host::mcp::{McpServer, Principal};
+use rmcp::model::{CallToolRequestParams, ErrorCode, ReadResourceRequestParams, ResourceContents};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::{ConfigureCommandExt, TokioChildProcess};
+use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+/// `crm-host mcp` on the sandbox, with its own data and results directories.
+fn stdio_command(dir: &std::path::Path, settings: &[(&str, &str)]) -> tokio::process::Command {
+    tokio::process::Command::new(env!("CARGO_BIN_EXE_crm-host")).configure(|c| {
+        c.arg("mcp")
+            .arg("--data-dir")
+            .arg(dir.join("data"))
+            .arg("--results-dir")
+            .arg(dir.join("results"));
+        for (k, v) in settings {
+            c.env(k, v);
+        }
+    })
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("crm-mcp-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+fn call(tool: &'static str, input: Value) -> CallToolRequestParams {
+    CallToolRequestParams::new(tool).with_arguments(input.as_object().cloned().unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_client_over_stdio_lists_reads_creates_and_sees_errors() {
+    let dir = temp_dir("stdio");
+    // A threshold of one record sends every query with more to a file, to read back.
+    let transport =
+        TokioChildProcess::new(stdio_command(&dir, &[("CRM_FILE_THRESHOLD_RECORDS", "1")]))
+            .unwrap();
+    let client = ().serve(transport).await.unwrap();
+
+    let tools = client.list_all_tools().await.unwrap();
+    assert_eq!(
+        tools.len(),
+        23,
+        "22 component tools and crm_read_result_file"
+    );
+    for tool in &tools {
+        let annotations = tool.annotations.as_ref().unwrap();
+        assert!(annotations.read_only_hint.is_some(), "{}", tool.name);
+        assert!(tool.title.is_some(), "{}", tool.name);
+        let schema = tool.output_schema.as_ref().unwrap();
+        assert_eq!(schema["type"], "object", "{}", tool.name);
+    }
+    let update = tools
+        .iter()
+        .find(|t| t.name == "crma_update_record")
+        .unwrap();
+    assert_eq!(
+        update.annotations.as_ref().unwrap().destructive_hint,
+        Some(true)
+    );
+    let create = tools
+        .iter()
+        .find(|t| t.name == "crmb_create_record")
+        .unwrap();
+    assert_eq!(
+        create.annotations.as_ref().unwrap().destructive_hint,
+        Some(false)
+    );
+
+    let read = client
+        .call_tool(call(
+            "crmb_get_record",
+            json!({"object": "Account", "record_id": "0015gA000000001ABA", "fields": ["Name"]}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(read.is_error, Some(false));
+    let out = read.structured_content.unwrap();
+    assert_eq!(out["record"]["Name"], "Acme Energy");
+    let text = read.content[0].as_text().unwrap().text.clone();
+    assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), out);
+
+    let created = client
+        .call_tool(call(
+            "crma_create_record",
+            json!({"object_type": "deals", "properties": {"dealname": "From MCP"}}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(created.is_error, Some(false));
+    assert!(created.structured_content.unwrap()["id"].is_string());
+
+    let failed = client
+        .call_tool(call(
+            "crmb_get_record",
+            json!({"object": "Account", "record_id": "not-an-id"}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(failed.is_error, Some(true));
+    let error = &failed.structured_content.unwrap()["error"];
+    assert_eq!(error["kind"], "invalid-input");
+    assert!(error["message"].as_str().unwrap().contains("not-an-id"));
+
+    let unknown = client
+        .call_tool(call("crmb_delete_record", json!({})))
+        .await
+        .unwrap_err();
+    let rmcp::ServiceError::McpError(unknown) = unknown else {
+        panic!("{unknown:?}")
+    };
+    assert_eq!(unknown.code, ErrorCode::INVALID_PARAMS);
+
+    // A large result: a file, linked, readable as a resource and page by page.
+    let query = client
+        .call_tool(call(
+            "crmb_run_soql_query",
+            json!({"query": "SELECT Id, Name FROM Account"}),
+        ))
+        .await
+        .unwrap();
+    let out = query.structured_content.clone().unwrap();
+    let count = out["record_count"].as_u64().unwrap();
+    assert!(count > 1, "{out}");
+    let link = query
+        .content
+        .iter()
+        .find_map(|c| c.as_resource_link())
+        .expect("a resource link")
+        .clone();
+    assert_eq!(link.mime_type.as_deref(), Some("application/x-ndjson"));
+    let resource = client
+        .read_resource(ReadResourceRequestParams::new(link.uri.clone()))
+        .await
+        .unwrap();
+    let ResourceContents::TextResourceContents { text, .. } = &resource.contents[0] else {
+        panic!("text contents")
+    };
+    assert_eq!(text.lines().count() as u64, count);
+    let page = client
+        .call_tool(call(
+            "crm_read_result_file",
+            json!({"file": link.uri, "offset": 1, "limit": 1}),
+        ))
+        .await
+        .unwrap()
+        .structured_content
+        .unwrap();
+    assert_eq!(page["records"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        page["records"][0],
+        serde_json::from_str::<Value>(text.lines().nth(1).unwrap()).unwrap()
+    );
+    // Names only: no path reaches outside the tenant's directory.
+    for bad in [
+        "crm-results://files/../data",
+        "crm-results://files/.hidden",
+        "file:///etc/passwd",
+    ] {
+        assert!(
+            client
+                .read_resource(ReadResourceRequestParams::new(bad))
+                .await
+                .is_err(),
+            "{bad}"
+        );
+    }
+
+    client.cancel().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_stdout_line_of_the_stdio_server_is_a_json_rpc_message() {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+    let dir = temp_dir("stdout");
+    let mut child = stdio_command(&dir, &[])
+        .arg("--audit")
+        .arg("-")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let messages = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "crmb_get_record", "arguments": {"object": "Account", "record_id": "0015gA000000001ABA"}}}),
+        json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "crma_list_owners", "arguments": {}}}),
+    ];
+    for message in &messages {
+        stdin
+            .write_all(format!("{message}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut answered = Vec::new();
+    while answered.len() < 4 {
+        let line = tokio::time::timeout(Duration::from_secs(60), lines.next_line())
+            .await
+            .unwrap()
+            .unwrap()
+            .expect("an answer per request");
+        let message: Value = serde_json::from_str(&line)
+            .unwrap_or_else(|e| panic!("stdout carried a non-JSON line {line:?}: {e}"));
+        assert_eq!(message["jsonrpc"], "2.0", "{line}");
+        if let Some(id) = message.get("id") {
+            answered.push(id.as_u64().unwrap());
+        }
+    }
+    answered.sort();
+    assert_eq!(answered, [1, 2, 3, 4]);
+    // Stdin EOF ends the server cleanly, with nothing more on stdout.
+    drop(stdin);
+    let status = tokio::time::timeout(Duration::from_secs(30), child.wait())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(status.success(), "{status}");
+    while let Some(line) = lines.next_line().await.unwrap() {
+        let message: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(message["jsonrpc"], "2.0");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Counts `notifications/tools/list_changed`.
+#[derive(Clone, Default)]
+struct Listener(Arc<AtomicUsize>);
+
+impl ClientHandler for Listener {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// The acme sandbox tenant's MCP server in process, and a client on the other end of a pipe.
+async fn in_process(host: Arc<crm_host::Host>) -> RunningService<RoleClient, Listener> {
+    let principal = Principal {
+        tenant_id: "acme".into(),
+        user_id: "demo-user".into(),
+        granted_scopes: ALL_SCOPES.iter().map(|s| s.to_string()).collect(),
+        instance_url: Some(crm_host::sandbox::SandboxCrm::instance_url("acme")),
+    };
+    let (server_end, client_end) = tokio::io::duplex(1 << 20);
+    let server = McpServer::for_principal(host, principal);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_end).await {
+            let _ = running.waiting().await;
+        }
+    });
+    Listener::default().serve(client_end).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_swap_during_a_session_loses_no_call_and_tells_the_client() {
+    let (host, _) = acme_sandbox();
+    let host = Arc::new(host);
+    let client = Arc::new(in_process(host.clone()).await);
+    let notified = client.service().0.clone();
+
+    let calls: Vec<_> = (0..16)
+        .map(|_| {
+            let client = client.clone();
+            tokio::spawn(async move {
+                client
+                    .call_tool(call(
+                        "crmb_generate_record_url",
+                        json!({"object": "Account", "record_id": "0015gA000000001ABA"}),
+                    ))
+                    .await
+            })
+        })
+        .collect();
+    host.swap("acme", &relabelled_plugin("v2")).unwrap();
+    for call in calls {
+        let result = call.await.unwrap().unwrap();
+        assert_eq!(result.is_error, Some(false), "{result:?}");
+    }
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while notified.load(Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("notifications/tools/list_changed after the swap");
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 23);
+}
