@@ -5,6 +5,8 @@ use clap::{Args, Parser, Subcommand};
 use crm_host::backend::NetworkBackend;
 use crm_host::hooks::Credential;
 use crm_host::mappings::{MappingLocation, tenant_file};
+use crm_host::mcp::http::{self as mcp_http, Gate, MCP_PATH};
+use crm_host::mcp::tenants::TenantsFile;
 use crm_host::mcp::{McpServer, Principal};
 use crm_host::sandbox::SandboxCrm;
 use crm_host::{AuditLog, Backend, CallError, CallRequest, Host, HostLimits, Runtime, TenantSpec};
@@ -45,6 +47,19 @@ enum Command {
     /// Serve the tools to an MCP client over stdio (one tenant and user per process). Stdout
     /// carries only protocol messages; logs and `--audit -` go to stderr.
     Mcp,
+    /// Serve MCP over Streamable HTTP at /mcp for every tenant of a tenants file; each request's
+    /// bearer token picks its tenant and user.
+    Serve {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8765")]
+        listen: std::net::SocketAddr,
+        /// The tenants file (TOML): tenants, and bearer-token hashes mapped to tenant and user.
+        #[arg(long)]
+        tenants: std::path::PathBuf,
+        /// A browser Origin allowed to call the server (repeatable); others get 403.
+        #[arg(long)]
+        allow_origin: Vec<String>,
+    },
 }
 
 /// Who the calls act for and where they go; the same for every command.
@@ -109,13 +124,15 @@ fn main() -> ExitCode {
 }
 
 async fn run(options: Options, command: Command) -> Result<ExitCode, String> {
-    let audit = match options.audit.as_deref() {
-        None => AuditLog::discard(),
-        Some("-") => AuditLog::to_writer(Box::new(std::io::stderr())),
-        Some(path) => {
-            AuditLog::to_file(path.as_ref()).map_err(|e| format!("--audit {path}: {e}"))?
-        }
-    };
+    if let Command::Serve {
+        listen,
+        tenants,
+        allow_origin,
+    } = &command
+    {
+        return serve_http(&options, *listen, tenants, allow_origin.clone()).await;
+    }
+    let audit = audit_log(&options)?;
     let runtime = Arc::new(
         Runtime::new(HostLimits::default()).map_err(|e| format!("starting wasmtime: {e}"))?,
     );
@@ -221,8 +238,118 @@ async fn run(options: Options, command: Command) -> Result<ExitCode, String> {
         Command::Call { tool, input } => Ok(report(host.call(request(&tool, &input)).await)),
         Command::Demo if sandbox => demo(&host, &request).await,
         Command::Demo => Err("the demo runs against the sandbox only; drop --proxy-base".into()),
-        Command::Mcp => unreachable!("served above"),
+        Command::Mcp | Command::Serve { .. } => unreachable!("served above"),
     }
+}
+
+/// Where `--audit` sends audit lines: nowhere, stderr (`-`) or a file; never stdout.
+fn audit_log(options: &Options) -> Result<AuditLog, String> {
+    Ok(match options.audit.as_deref() {
+        None => AuditLog::discard(),
+        Some("-") => AuditLog::to_writer(Box::new(std::io::stderr())),
+        Some(path) => {
+            AuditLog::to_file(path.as_ref()).map_err(|e| format!("--audit {path}: {e}"))?
+        }
+    })
+}
+
+/// `crm-host serve`: one Streamable HTTP server for every tenant in the tenants file.
+async fn serve_http(
+    options: &Options,
+    listen: std::net::SocketAddr,
+    tenants_path: &std::path::Path,
+    allowed_origins: Vec<String>,
+) -> Result<ExitCode, String> {
+    let text = std::fs::read_to_string(tenants_path)
+        .map_err(|e| format!("--tenants {}: {e}", tenants_path.display()))?;
+    let file = TenantsFile::parse(&text).map_err(|e| format!("{}: {e}", tenants_path.display()))?;
+    let runtime = Arc::new(
+        Runtime::new(HostLimits::default()).map_err(|e| format!("starting wasmtime: {e}"))?,
+    );
+    let wasm = std::fs::read(&options.component)
+        .map_err(|e| format!("reading {}: {e}", options.component))?;
+    let plugin = runtime
+        .load(&wasm)
+        .map_err(|e| format!("loading {}: {e}", options.component))?;
+    let on_broker = file
+        .tenants
+        .iter()
+        .filter(|t| t.proxy_base.is_some())
+        .count();
+    let backend: Arc<dyn Backend> = match on_broker {
+        0 => Arc::new(SandboxCrm::new()),
+        n if n == file.tenants.len() => Arc::new(NetworkBackend {
+            max_response_bytes: 64 << 20,
+            timeout: runtime.limits().http_timeout,
+        }),
+        _ => return Err("serve either sandbox tenants or broker tenants, not both".into()),
+    };
+    let host = Arc::new(Host::new(runtime, backend, audit_log(options)?));
+    let results_root = options
+        .results_dir
+        .clone()
+        .unwrap_or_else(|| std::env::temp_dir().join("crm-host-results"));
+    for tenant in &file.tenants {
+        let mut spec = match &tenant.proxy_base {
+            None if SandboxCrm::tenants().any(|t| t == tenant.id) => {
+                SandboxCrm::tenant_spec(&tenant.id)
+            }
+            None => {
+                return Err(format!(
+                    "{:?} is not a sandbox tenant; give it a proxy_base",
+                    tenant.id
+                ));
+            }
+            Some(proxy_base) => {
+                let var = tenant.credential_env.as_deref().ok_or_else(|| {
+                    format!("tenant {:?} needs credential_env for its broker", tenant.id)
+                })?;
+                let credential = std::env::var(var)
+                    .map_err(|_| format!("tenant {:?}: {var} is not set", tenant.id))?;
+                TenantSpec {
+                    tenant_id: tenant.id.clone(),
+                    proxy_base: proxy_base.clone(),
+                    credential: Credential::new(credential),
+                    settings: Vec::new(),
+                    results_dir: None,
+                    mappings: MappingLocation::Memory,
+                }
+            }
+        };
+        // Non-secret CRM_* settings from the environment apply to every tenant.
+        spec.settings.extend(std::env::vars().filter(|(k, _)| {
+            k.starts_with("CRM_") && k != "CRM_PROXY_BASE" && k != "CRM_PROXY_CREDENTIAL"
+        }));
+        spec.results_dir = Some(results_root.join(&tenant.id));
+        spec.mappings = MappingLocation::File(tenant_file(&options.data_dir, &tenant.id)?);
+        host.add_tenant(spec, plugin.clone())
+            .map_err(|e| e.to_string())?;
+    }
+    let tokens = file.tokens(&options.scopes, |t| {
+        t.instance_url.clone().or_else(|| {
+            t.proxy_base
+                .is_none()
+                .then(|| SandboxCrm::instance_url(&t.id))
+        })
+    })?;
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| format!("--listen {listen}: {e}"))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    // The one line on stdout: where the server is (port 0 picks a free one).
+    println!(
+        "{}",
+        json!({"listening": format!("http://{local}{MCP_PATH}")})
+    );
+    let gate = Gate {
+        tokens,
+        allowed_origins,
+        base_url: format!("http://{local}"),
+    };
+    mcp_http::serve(host, gate, listener)
+        .await
+        .map_err(|e| format!("serving: {e}"))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `crm-host mcp`: MCP over stdin/stdout until the client closes stdin.

@@ -7,6 +7,8 @@
 
 pub mod convert;
 pub mod files;
+pub mod http;
+pub mod tenants;
 
 use crate::host::{CallError, CallRequest, Host};
 use rmcp::model::{
@@ -56,7 +58,7 @@ impl McpServer {
             return Ok(fixed.clone());
         }
         extensions
-            .get::<http::request::Parts>()
+            .get::<::http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<Principal>())
             .cloned()
             .ok_or_else(|| McpError::invalid_request("no authenticated principal", None))

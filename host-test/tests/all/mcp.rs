@@ -297,3 +297,228 @@ async fn a_swap_during_a_session_loses_no_call_and_tells_the_client() {
     .expect("notifications/tools/list_changed after the swap");
     assert_eq!(client.list_all_tools().await.unwrap().len(), 23);
 }
+
+/// Both sandbox tenants behind one Streamable HTTP server, each with its own token and
+/// results directory; returns the endpoint URL.
+async fn http_server(dir: &std::path::Path) -> String {
+    use crm_host::mcp::http::{Gate, serve};
+    use crm_host::mcp::tenants::TenantsFile;
+    let host = Arc::new(host_with(
+        Arc::new(crm_host::sandbox::SandboxCrm::new()),
+        &[],
+    ));
+    for tenant in ["acme", "globex"] {
+        let mut spec = crm_host::sandbox::SandboxCrm::tenant_spec(tenant);
+        spec.mappings = crm_host::mappings::MappingLocation::Memory;
+        spec.results_dir = Some(dir.join(tenant));
+        spec.settings
+            .push(("CRM_FILE_THRESHOLD_RECORDS".into(), "1".into()));
+        host.add_tenant(spec, plugin()).unwrap();
+    }
+    let hash = crm_host::mcp::tenants::token_hash;
+    let file = TenantsFile::parse(&format!(
+        "[[tenants]]\nid = \"acme\"\n[[tenants]]\nid = \"globex\"\n\
+         [[tokens]]\nsha256 = \"{}\"\ntenant = \"acme\"\nuser = \"alice\"\n\
+         [[tokens]]\nsha256 = \"{}\"\ntenant = \"globex\"\nuser = \"bob\"\n",
+        hash("acme-token"),
+        hash("globex-token")
+    ))
+    .unwrap();
+    let scopes: Vec<String> = ALL_SCOPES.iter().map(|s| s.to_string()).collect();
+    let tokens = file
+        .tokens(&scopes, |t| {
+            Some(crm_host::sandbox::SandboxCrm::instance_url(&t.id))
+        })
+        .unwrap();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    let gate = Gate {
+        tokens,
+        allowed_origins: vec!["https://assistant.example".into()],
+        base_url: base.clone(),
+    };
+    tokio::spawn(serve(host, gate, listener));
+    format!("{base}/mcp")
+}
+
+async fn http_client(url: &str, token: &str) -> RunningService<RoleClient, ()> {
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let config = StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(token);
+    ().serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .unwrap()
+}
+
+/// A tenant's session: its own account reads, the other tenant's is not found, and its
+/// query result file is readable; returns that file's URI.
+async fn tenant_session(url: &str, token: &str, own: &str, other: &str, query: &str) -> String {
+    let client = http_client(url, token).await;
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 23);
+    let read = |id: &str| {
+        call(
+            "crmb_get_record",
+            json!({"object": "Account", "record_id": id, "fields": ["Name"]}),
+        )
+    };
+    let mine = client.call_tool(read(own)).await.unwrap();
+    assert_eq!(mine.is_error, Some(false), "{mine:?}");
+    let theirs = client.call_tool(read(other)).await.unwrap();
+    assert_eq!(theirs.is_error, Some(true));
+    assert_eq!(
+        theirs.structured_content.unwrap()["error"]["kind"],
+        "not-found"
+    );
+    let query = client
+        .call_tool(call("crmb_run_soql_query", json!({"query": query})))
+        .await
+        .unwrap();
+    let link = query
+        .content
+        .iter()
+        .find_map(|c| c.as_resource_link())
+        .expect("a result file")
+        .uri
+        .clone();
+    client
+        .read_resource(ReadResourceRequestParams::new(link.clone()))
+        .await
+        .unwrap();
+    client.cancel().await.unwrap();
+    link
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_each_token_sees_only_its_own_tenant() {
+    let dir = temp_dir("http");
+    let url = http_server(&dir).await;
+    let (acme_file, globex_file) = tokio::join!(
+        tenant_session(
+            &url,
+            "acme-token",
+            "0015gA000000001ABA",
+            "0017kB200000001ABA"
+        ),
+        tenant_session(
+            &url,
+            "globex-token",
+            "0017kB200000001ABA",
+            "0015gA000000001ABA"
+        ),
+    );
+    // Each result file lives in its own tenant's directory only...
+    let name = |uri: &str| uri.rsplit('/').next().unwrap().to_string();
+    assert!(dir.join("acme").join(name(&acme_file)).is_file());
+    assert!(!dir.join("globex").join(name(&acme_file)).exists());
+    // ...and the other tenant's token cannot read it, as a resource or page by page.
+    assert_ne!(name(&acme_file), name(&globex_file));
+    let globex = http_client(&url, "globex-token").await;
+    assert!(
+        globex
+            .read_resource(ReadResourceRequestParams::new(acme_file.clone()))
+            .await
+            .is_err()
+    );
+    let paged = globex
+        .call_tool(call("crm_read_result_file", json!({"file": acme_file})))
+        .await
+        .unwrap();
+    assert_eq!(paged.is_error, Some(true));
+    globex.cancel().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_no_token_a_wrong_token_or_a_foreign_origin_is_refused() {
+    let dir = temp_dir("http-refusals");
+    let url = http_server(&dir).await;
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+    let post = |headers: Vec<(&'static str, String)>| {
+        let url = url.clone();
+        let body = initialize.to_string();
+        async move {
+            let mut request = ::http::Request::post(&url)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream");
+            for (k, v) in headers {
+                request = request.header(k, v);
+            }
+            send(request.body(body).unwrap()).await
+        }
+    };
+    let (status, headers) = post(vec![]).await;
+    assert_eq!(status, 401);
+    let challenge = headers.get("www-authenticate").unwrap().to_str().unwrap();
+    assert!(
+        challenge.starts_with("Bearer resource_metadata=")
+            && challenge.contains("/.well-known/oauth-protected-resource"),
+        "{challenge}"
+    );
+    let (status, headers) = post(vec![("authorization", "Bearer not-a-token".into())]).await;
+    assert_eq!(status, 401);
+    assert!(
+        headers["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .contains("invalid_token")
+    );
+    let token = ("authorization", "Bearer acme-token".to_string());
+    let (status, _) = post(vec![
+        token.clone(),
+        ("origin", "https://evil.example".into()),
+    ])
+    .await;
+    assert_eq!(status, 403);
+    let (status, _) = post(vec![
+        token.clone(),
+        ("origin", "https://assistant.example".into()),
+    ])
+    .await;
+    assert_eq!(status, 200);
+    let metadata = url.replace("/mcp", "/.well-known/oauth-protected-resource");
+    let (status, _) = send(::http::Request::get(&metadata).body(String::new()).unwrap()).await;
+    assert_eq!(status, 200);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// One plain HTTP/1.1 exchange on loopback: the status and headers.
+async fn send(request: ::http::Request<String>) -> (u16, ::http::HeaderMap) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let uri = request.uri().clone();
+    let authority = uri.authority().unwrap().to_string();
+    let mut stream = tokio::net::TcpStream::connect(&authority).await.unwrap();
+    let mut head = format!(
+        "{} {} HTTP/1.1\r\nhost: {authority}\r\nconnection: close\r\ncontent-length: {}\r\n",
+        request.method(),
+        uri.path(),
+        request.body().len()
+    );
+    for (name, value) in request.headers() {
+        head.push_str(&format!("{name}: {}\r\n", value.to_str().unwrap()));
+    }
+    head.push_str("\r\n");
+    head.push_str(request.body());
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer)).await;
+    let text = String::from_utf8_lossy(&answer);
+    let mut lines = text.split("\r\n");
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let mut headers = ::http::HeaderMap::new();
+    for line in lines.take_while(|l| !l.is_empty()) {
+        if let Some((k, v)) = line.split_once(": ") {
+            headers.insert(
+                ::http::HeaderName::from_bytes(k.as_bytes()).unwrap(),
+                v.parse().unwrap(),
+            );
+        }
+    }
+    (status, headers)
+}

@@ -1,0 +1,134 @@
+"""Drives `crm-host` with the Python MCP SDK, a client that is not ours, as assistants do.
+
+Usage: python mcp_client.py <path to crm-host>
+
+Over stdio (`crm-host mcp`) and over Streamable HTTP (`crm-host serve`, two tenants, two
+tokens): lists the tools with their annotations and output schemas, calls a read, a create
+and a failing call against the sandbox, and reads a large result back as a resource. The SDK
+itself checks every structuredContent against the tool's outputSchema. Exits non-zero on the
+first thing that is not as it should be.
+"""
+
+import asyncio
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import httpx2
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+ACME_ACCOUNT = "0015gA000000001ABA"
+
+
+def check(condition, what):
+    if not condition:
+        raise AssertionError(what)
+
+
+async def exercise(session, account_id, account_name):
+    tools = (await session.list_tools()).tools
+    check(len(tools) == 23, f"23 tools, got {len(tools)}")
+    for tool in tools:
+        check(tool.title, f"{tool.name} has a title")
+        check(tool.output_schema and tool.output_schema.get("type") == "object",
+              f"{tool.name} has an object output schema")
+        check(tool.annotations.read_only_hint is not None, f"{tool.name} is annotated")
+    by_name = {t.name: t for t in tools}
+    check(by_name["crma_merge_companies"].annotations.destructive_hint is True, "merge is destructive")
+    check(by_name["crma_create_record"].annotations.destructive_hint is False, "create is not")
+
+    read = await session.call_tool(
+        "crmb_get_record", {"object": "Account", "record_id": account_id, "fields": ["Name"]})
+    check(not read.is_error, f"read: {read}")
+    check(read.structured_content["record"]["Name"] == account_name, f"read: {read.structured_content}")
+    check(json.loads(read.content[0].text) == read.structured_content, "text block is the JSON")
+
+    created = await session.call_tool(
+        "crma_create_record", {"object_type": "deals", "properties": {"dealname": "From Python"}})
+    check(not created.is_error and created.structured_content["id"], f"create: {created}")
+
+    failed = await session.call_tool("crmb_get_record", {"object": "Account", "record_id": "nope"})
+    check(failed.is_error, "a bad id is an error result")
+    check(failed.structured_content["error"]["kind"] == "invalid-input", f"{failed.structured_content}")
+
+    query = await session.call_tool("crmb_run_soql_query", {"query": "SELECT Id, Name FROM Account"})
+    check(not query.is_error, f"query: {query}")
+    links = [c for c in query.content if c.type == "resource_link"]
+    check(links and links[0].mime_type == "application/x-ndjson", f"a result file link: {query.content}")
+    resource = await session.read_resource(links[0].uri)
+    lines = resource.contents[0].text.splitlines()
+    check(len(lines) == query.structured_content["record_count"], "the resource holds every record")
+    return links[0].uri
+
+
+async def over_stdio(crm_host, workdir):
+    env = dict(os.environ, CRM_FILE_THRESHOLD_RECORDS="1")
+    params = StdioServerParameters(
+        command=crm_host,
+        args=["mcp", "--data-dir", os.path.join(workdir, "stdio-data"),
+              "--results-dir", os.path.join(workdir, "stdio-results")],
+        env=env)
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = await session.initialize()
+            print("stdio: negotiated", init.protocol_version)
+            await exercise(session, ACME_ACCOUNT, "Acme Energy")
+    print("stdio: ok")
+
+
+async def http_session(url, token, account_id, account_name):
+    client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
+                                timeout=httpx2.Timeout(30, read=120))
+    async with client, streamable_http_client(url, http_client=client) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            return session, await exercise(session, account_id, account_name)
+
+
+async def over_http(crm_host, workdir):
+    tokens = {"acme": "token-for-acme", "globex": "token-for-globex"}
+    tenants = os.path.join(workdir, "tenants.toml")
+    with open(tenants, "w") as f:
+        for tenant in tokens:
+            f.write(f'[[tenants]]\nid = "{tenant}"\n')
+        for tenant, token in tokens.items():
+            digest = hashlib.sha256(token.encode()).hexdigest()
+            f.write(f'[[tokens]]\nsha256 = "{digest}"\ntenant = "{tenant}"\nuser = "{tenant}-user"\n')
+    server = subprocess.Popen(
+        [crm_host, "serve", "--listen", "127.0.0.1:0", "--tenants", tenants,
+         "--data-dir", os.path.join(workdir, "http-data"),
+         "--results-dir", os.path.join(workdir, "http-results")],
+        stdout=subprocess.PIPE, env=dict(os.environ, CRM_FILE_THRESHOLD_RECORDS="1"), text=True)
+    try:
+        url = json.loads(server.stdout.readline())["listening"]
+        async with httpx2.AsyncClient() as raw:
+            refused = await raw.post(url, json={})
+            check(refused.status_code == 401, f"no token: {refused.status_code}")
+            check("resource_metadata=" in refused.headers["www-authenticate"], "points to metadata")
+            wrong = await raw.post(url, json={}, headers={"Authorization": "Bearer wrong"})
+            check(wrong.status_code == 401, f"wrong token: {wrong.status_code}")
+        await asyncio.gather(
+            http_session(url, tokens["acme"], ACME_ACCOUNT, "Acme Energy"),
+            http_session(url, tokens["globex"], "0017kB200000001ABA", "Globex Shipping"),
+        )
+        print("http: two tenants served concurrently, each its own data")
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    print("http: ok")
+
+
+async def main():
+    crm_host = sys.argv[1]
+    with tempfile.TemporaryDirectory() as workdir:
+        await over_stdio(crm_host, workdir)
+        await over_http(crm_host, workdir)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
