@@ -397,13 +397,15 @@ async fn over_http_each_token_sees_only_its_own_tenant() {
             &url,
             "acme-token",
             "0015gA000000001ABA",
-            "0017kB200000001ABA"
+            "0017kB200000001ABA",
+            "SELECT Id, Name FROM Account"
         ),
         tenant_session(
             &url,
             "globex-token",
             "0017kB200000001ABA",
-            "0015gA000000001ABA"
+            "0015gA000000001ABA",
+            "SELECT Name, Id FROM Account"
         ),
     );
     // Each result file lives in its own tenant's directory only...
