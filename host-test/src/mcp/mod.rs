@@ -112,6 +112,37 @@ impl ServerHandler for McpServer {
         });
     }
 
+    /// The 2026-07-28 era's way of hearing about changes (`listen`): tool-list changes only.
+    fn accepted_subscription_filter(
+        &self,
+        requested: &rmcp::model::SubscriptionFilter,
+    ) -> Option<rmcp::model::SubscriptionFilter> {
+        Some(requested.clone())
+    }
+
+    async fn listen(
+        &self,
+        subscription: rmcp::service::SubscriptionContext,
+    ) -> Result<(), McpError> {
+        let principal = self.principal(&subscription.request_context().extensions)?;
+        let sink = subscription.sink().clone();
+        let mut swaps = self.host.swaps();
+        loop {
+            tokio::select! {
+                () = subscription.cancelled() => return Ok(()),
+                swapped = swaps.recv() => match swapped {
+                    Ok(tenant) if *tenant == *principal.tenant_id => {
+                        if sink.notify_tool_list_changed().await.is_err() {
+                            return Ok(());
+                        }
+                    }
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => return Ok(()),
+                },
+            }
+        }
+    }
+
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,

@@ -524,3 +524,57 @@ async fn send(request: ::http::Request<String>) -> (u16, ::http::HeaderMap) {
     }
     (status, headers)
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stateless_2026_era_discovers_calls_and_hears_of_swaps() {
+    use rmcp::model::{ProtocolVersion, SubscriptionFilter};
+    use rmcp::{ClientLifecycleMode, ClientServiceExt};
+    let (host, _) = acme_sandbox();
+    let host = Arc::new(host);
+    let principal = Principal {
+        tenant_id: "acme".into(),
+        user_id: "demo-user".into(),
+        granted_scopes: ALL_SCOPES.iter().map(|s| s.to_string()).collect(),
+        instance_url: None,
+    };
+    let (server_end, client_end) = tokio::io::duplex(1 << 20);
+    let server = McpServer::for_principal(host.clone(), principal);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_end).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let client = ()
+        .serve_with_lifecycle(
+            client_end,
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        client.peer_info().unwrap().protocol_version,
+        ProtocolVersion::V_2026_07_28
+    );
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 23);
+    let owners = client
+        .call_tool(call("crma_list_owners", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(owners.is_error, Some(false));
+    let mut subscription = client
+        .peer()
+        .listen(SubscriptionFilter::builder().tools_list_changed().build())
+        .await
+        .unwrap();
+    host.swap("acme", &relabelled_plugin("v3")).unwrap();
+    let heard = tokio::time::timeout(Duration::from_secs(10), subscription.next())
+        .await
+        .expect("a notification after the swap")
+        .unwrap();
+    assert!(
+        format!("{heard:?}").contains("ToolListChanged"),
+        "{heard:?}"
+    );
+}
