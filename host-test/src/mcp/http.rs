@@ -38,6 +38,17 @@ pub struct Gate {
 
 type Body = BoxBody<Bytes, Infallible>;
 
+/// Why a request does not reach MCP.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    /// A browser Origin that was not allowed (DNS rebinding, a foreign page).
+    ForeignOrigin,
+    /// No `Authorization` header.
+    NoToken,
+    /// A token that is not a bearer token of the tenants file.
+    BadToken,
+}
+
 fn plain(status: StatusCode, text: &str) -> Response<Body> {
     let mut response = Response::new(Full::new(Bytes::from(text.to_string())).boxed());
     *response.status_mut() = status;
@@ -81,30 +92,38 @@ impl Gate {
         response
     }
 
-    /// The principal of a request, or the response refusing it.
-    fn admit<B>(&self, request: &Request<B>) -> Result<Principal, Response<Body>> {
+    /// The principal of a request, or why it is refused.
+    fn admit<B>(&self, request: &Request<B>) -> Result<Principal, Refusal> {
         if let Some(origin) = request.headers().get(header::ORIGIN) {
             let allowed = origin
                 .to_str()
                 .is_ok_and(|o| self.allowed_origins.iter().any(|a| a == o));
             if !allowed {
-                return Err(plain(
-                    StatusCode::FORBIDDEN,
-                    "this Origin may not call the server",
-                ));
+                return Err(Refusal::ForeignOrigin);
             }
         }
         let Some(value) = request.headers().get(header::AUTHORIZATION) else {
-            return Err(self.unauthorized(false));
+            return Err(Refusal::NoToken);
         };
         let token = value
             .to_str()
             .ok()
             .and_then(|v| v.strip_prefix("Bearer "))
             .map(str::trim);
-        match token.and_then(|t| self.tokens.principal(t)) {
-            Some(principal) => Ok(principal.clone()),
-            None => Err(self.unauthorized(true)),
+        token
+            .and_then(|t| self.tokens.principal(t))
+            .cloned()
+            .ok_or(Refusal::BadToken)
+    }
+
+    /// The answer to a refused request.
+    fn refuse(&self, refusal: Refusal) -> Response<Body> {
+        match refusal {
+            Refusal::ForeignOrigin => {
+                plain(StatusCode::FORBIDDEN, "this Origin may not call the server")
+            }
+            Refusal::NoToken => self.unauthorized(false),
+            Refusal::BadToken => self.unauthorized(true),
         }
     }
 }
@@ -136,7 +155,7 @@ pub async fn serve(host: Arc<Host>, gate: Gate, listener: TcpListener) -> std::i
                                 request.extensions_mut().insert(principal);
                                 mcp.handle(request).await
                             }
-                            Err(refusal) => refusal,
+                            Err(refusal) => gate.refuse(refusal),
                         },
                         _ => plain(StatusCode::NOT_FOUND, "not found"),
                     };
