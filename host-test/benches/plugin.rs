@@ -43,7 +43,7 @@ fn main() {
             let id = request.uri.path().rsplit('/').next().unwrap_or_default().to_string();
             Reply::json(200, json!({"attributes": {"type": "Account", "url": "/x"}, "Id": id, "Name": "Acme", "Industry": "Energy"}))
         });
-        let host = Host::new(runtime, Arc::new(stub), AuditLog::discard());
+        let host = Arc::new(Host::new(runtime, Arc::new(stub), AuditLog::discard()));
         host.add_tenant(
             TenantSpec {
                 tenant_id: "bench".into(),
@@ -97,7 +97,107 @@ fn main() {
                 percentile(&samples, 99)
             );
         }
+        mcp::figures(host.clone()).await;
     });
+}
+
+/// MCP round trips for the same two tools, so the protocol's cost shows next to the
+/// in-process figures: over HTTP (loopback, the same stub host) and over stdio (`crm-host mcp`
+/// as a child process, on the sandbox).
+mod mcp {
+    use super::{CALLS, percentile};
+    use crm_host::Host;
+    use crm_host::mcp::http::{Gate, serve};
+    use crm_host::mcp::tenants::{TenantsFile, token_hash};
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::service::RunningService;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use rmcp::transport::{ConfigureCommandExt, StreamableHttpClientTransport, TokioChildProcess};
+    use rmcp::{RoleClient, ServiceExt};
+    use serde_json::{Value, json};
+    use std::sync::Arc;
+    use std::time::Instant;
+
+    async fn time(label: &str, client: &RunningService<RoleClient, ()>, tool: &str, input: &Value) {
+        let call = || {
+            CallToolRequestParams::new(tool.to_string())
+                .with_arguments(input.as_object().cloned().unwrap_or_default())
+        };
+        for _ in 0..50 {
+            client.call_tool(call()).await.unwrap();
+        }
+        let calls = CALLS / 4;
+        let mut samples = Vec::with_capacity(calls);
+        for _ in 0..calls {
+            let started = Instant::now();
+            let result = client.call_tool(call()).await.unwrap();
+            samples.push(started.elapsed());
+            assert_eq!(result.is_error, Some(false), "{result:?}");
+        }
+        samples.sort();
+        println!(
+            "{tool} over MCP {label}: round trip p50 {:?}, p99 {:?} ({calls} calls)",
+            percentile(&samples, 50),
+            percentile(&samples, 99)
+        );
+    }
+
+    pub async fn figures(host: Arc<Host>) {
+        let stub_calls = [
+            (
+                "crmb_generate_record_url",
+                json!({"object": "Account", "record_id": "001000000000001AAA"}),
+            ),
+            (
+                "crmb_get_record",
+                json!({"object": "Account", "record_id": "001000000000001AAA", "fields": ["Name", "Industry"]}),
+            ),
+        ];
+        let file = TenantsFile::parse(&format!(
+            "[[tenants]]\nid = \"bench\"\n[[tokens]]\nsha256 = \"{}\"\ntenant = \"bench\"\nuser = \"bench-user\"\n",
+            token_hash("bench-token")
+        ))
+        .unwrap();
+        let tokens = file
+            .tokens(&[], |_| Some("https://acme.my.salesforce.com".into()))
+            .unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        let gate = Gate {
+            tokens,
+            allowed_origins: vec![],
+            base_url: base.clone(),
+        };
+        tokio::spawn(serve(host, gate, listener));
+        let config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp"))
+            .auth_header("bench-token");
+        let http = ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();
+        for (tool, input) in &stub_calls {
+            time("Streamable HTTP (loopback, stub)", &http, tool, input).await;
+        }
+        http.cancel().await.unwrap();
+
+        let dir = std::env::temp_dir().join(format!("crm-bench-mcp-{}", std::process::id()));
+        let command = tokio::process::Command::new(env!("CARGO_BIN_EXE_crm-host")).configure(|c| {
+            c.arg("mcp").arg("--data-dir").arg(&dir);
+        });
+        let stdio = ().serve(TokioChildProcess::new(command).unwrap()).await.unwrap();
+        let sandbox_calls = [
+            (
+                "crmb_generate_record_url",
+                json!({"object": "Account", "record_id": "0015gA000000001ABA"}),
+            ),
+            (
+                "crmb_get_record",
+                json!({"object": "Account", "record_id": "0015gA000000001ABA", "fields": ["Name", "Industry"]}),
+            ),
+        ];
+        for (tool, input) in &sandbox_calls {
+            time("stdio (crm-host mcp, sandbox)", &stdio, tool, input).await;
+        }
+        stdio.cancel().await.unwrap();
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
 
 /// Peak linear memory of `crmb_run_soql_query` over `total` stub records.
