@@ -54,6 +54,13 @@ struct TenantEntry {
     plugin: Arc<PluginVersion>,
 }
 
+/// What a component version lists: its tool specs and their metadata.
+#[derive(Debug)]
+pub struct ToolListing {
+    pub specs: Vec<ToolSpec>,
+    pub metadata: Vec<ToolMetadata>,
+}
+
 /// One tool call as the host receives it.
 #[derive(Debug, Clone, Default)]
 pub struct CallRequest {
@@ -263,26 +270,22 @@ impl Host {
 
     /// The tools the tenant's component offers.
     pub async fn list_tools(&self, tenant_id: &str) -> Result<Vec<ToolSpec>, CallError> {
-        let entry = self.tenant(tenant_id)?;
-        let mut store = self.store(&entry, "", Arc::default())?;
-        let plugin_error = |e: wasmtime::Error| CallError::Plugin(format!("{e:#}"));
-        let instance = entry
-            .plugin
-            .pre
-            .instantiate_async(&mut store)
-            .await
-            .map_err(plugin_error)?;
-        instance
-            .crm_plugin_tools()
-            .call_list_tools(&mut store)
-            .await
-            .map_err(plugin_error)
+        Ok(self.listing(tenant_id).await?.specs.clone())
     }
 
     /// Titles, annotations and output schemas of the same tools, in the same order, from the
     /// component's `tool-metadata` export.
     pub async fn tool_metadata(&self, tenant_id: &str) -> Result<Vec<ToolMetadata>, CallError> {
+        Ok(self.listing(tenant_id).await?.metadata.clone())
+    }
+
+    /// The tenant's component's tool listing, read from a fresh instance the first time and
+    /// kept with that version after.
+    async fn listing(&self, tenant_id: &str) -> Result<Arc<ToolListing>, CallError> {
         let entry = self.tenant(tenant_id)?;
+        if let Some(listing) = entry.plugin.tools.get() {
+            return Ok(listing.clone());
+        }
         let mut store = self.store(&entry, "", Arc::default())?;
         let plugin_error = |e: wasmtime::Error| CallError::Plugin(format!("{e:#}"));
         let instance = entry
@@ -291,11 +294,18 @@ impl Host {
             .instantiate_async(&mut store)
             .await
             .map_err(plugin_error)?;
-        instance
+        let specs = instance
+            .crm_plugin_tools()
+            .call_list_tools(&mut store)
+            .await
+            .map_err(plugin_error)?;
+        let metadata = instance
             .crm_plugin_tool_metadata()
             .call_list_tool_metadata(&mut store)
             .await
-            .map_err(plugin_error)
+            .map_err(plugin_error)?;
+        let listing = Arc::new(ToolListing { specs, metadata });
+        Ok(entry.plugin.tools.get_or_init(|| listing).clone())
     }
 
     /// Runs one tool call in a fresh instance of the tenant's component, and audits it.

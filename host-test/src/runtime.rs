@@ -208,6 +208,9 @@ pub struct PluginVersion {
     /// A short fingerprint of the component's bytes, written to the audit trail so every call
     /// says which version served it.
     pub label: String,
+    /// The version's tool specs and metadata, read once: `list-tools` takes no input, so
+    /// they are the same for every tenant and call.
+    pub(crate) tools: std::sync::OnceLock<Arc<crate::host::ToolListing>>,
 }
 
 /// A compiled version and the bytes it came from.
@@ -292,6 +295,7 @@ impl Runtime {
             pre,
             size: wasm.len(),
             label: fingerprint(wasm),
+            tools: std::sync::OnceLock::new(),
         });
         loaded.push((wasm.into(), Arc::downgrade(&version)));
         Ok(version)
