@@ -16,7 +16,9 @@ pub type HintReader = fn(&Response) -> Option<RetryHint>;
 /// The final response and what it said about retrying, read once, for the error mapper.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Answer {
+    /// The last response received, of any status.
     pub response: Response,
+    /// The CRM's retry advice from that response; `None` on success or when it gave none.
     pub hint: Option<RetryHint>,
 }
 

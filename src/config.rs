@@ -10,20 +10,37 @@ use url::Url;
 
 /// Environment variable names, documented in the README.
 pub mod keys {
+    /// The broker's base URL (https; plain http only on loopback). Required.
     pub const PROXY_BASE: &str = "CRM_PROXY_BASE";
+    /// The broker's integration name for CRM A (HubSpot); default `hubspot`.
     pub const CRM_A_INTEGRATION: &str = "CRM_A_INTEGRATION";
+    /// Path segments, `/`-separated, between the integration name and HubSpot's own paths;
+    /// default none.
     pub const CRM_A_API_BASE: &str = "CRM_A_API_BASE";
+    /// The broker's integration name for CRM B (Salesforce); default `salesforce`.
     pub const CRM_B_INTEGRATION: &str = "CRM_B_INTEGRATION";
+    /// The Salesforce REST API version, e.g. `65.0`; default [`super::DEFAULT_CRM_B_API_VERSION`].
     pub const CRM_B_API_VERSION: &str = "CRM_B_API_VERSION";
+    /// Per-request timeout in milliseconds, 1 to 600000; default 30000.
     pub const HTTP_TIMEOUT_MS: &str = "CRM_HTTP_TIMEOUT_MS";
+    /// Largest response body read, in bytes, 1 KiB to 1 GiB; default 16 MiB.
     pub const MAX_RESPONSE_BYTES: &str = "CRM_MAX_RESPONSE_BYTES";
+    /// Total attempts for a read, 1 (no retry) to 10; default 3.
     pub const READ_ATTEMPTS: &str = "CRM_READ_ATTEMPTS";
+    /// First retry backoff in milliseconds, doubling per retry, 0 to 60000; default 250.
     pub const RETRY_BASE_MS: &str = "CRM_RETRY_BASE_MS";
+    /// Longest single wait in milliseconds, `Retry-After` included, 0 to 300000; default 10000.
     pub const MAX_RETRY_WAIT_MS: &str = "CRM_MAX_RETRY_WAIT_MS";
+    /// Most bytes of query records returned inline, 1 KiB to 64 MiB; default 256 KiB.
     pub const INLINE_MAX_BYTES: &str = "CRM_INLINE_MAX_BYTES";
+    /// A query with more records than this goes to a file, 1 to 10 million; default 5000.
     pub const FILE_THRESHOLD_RECORDS: &str = "CRM_FILE_THRESHOLD_RECORDS";
+    /// Most records written to one result file, 1 to 50 million; default 1 million.
     pub const FILE_MAX_RECORDS: &str = "CRM_FILE_MAX_RECORDS";
+    /// The tenant's results directory as the component sees it; set by the host, unset means
+    /// no result files.
     pub const RESULTS_DIR: &str = "CRM_RESULTS_DIR";
+    /// The same directory as the user sees it, for `file_path`; defaults to `CRM_RESULTS_DIR`.
     pub const RESULTS_HOST_DIR: &str = "CRM_RESULTS_HOST_DIR";
 }
 
@@ -35,12 +52,17 @@ pub const DEFAULT_CRM_B_API_VERSION: &str = "65.0";
 pub struct Config {
     /// The broker's base URL, e.g. `https://broker.example.com`.
     pub proxy_base: Url,
+    /// The broker's integration name for CRM A, the path segment after `sdk/proxy`.
     pub crm_a_integration: String,
     /// Path segments between the integration name and CRM A paths (often none).
     pub crm_a_api_base: Vec<String>,
+    /// The broker's integration name for CRM B, the path segment after `sdk/proxy`.
     pub crm_b_integration: String,
+    /// The Salesforce REST API version in every CRM B path.
     pub crm_b_api_version: ApiVersion,
+    /// Timeouts, response size and retry settings for each request.
     pub limits: Limits,
+    /// When query results go inline and when to a file.
     pub results: ResultLimits,
 }
 
@@ -127,7 +149,9 @@ impl ApiVersion {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("plugin configuration {key}: {problem}")]
 pub struct ConfigError {
+    /// The variable at fault, one of [`keys`].
     pub key: &'static str,
+    /// What is wrong with it, for the admin.
     pub problem: String,
 }
 

@@ -76,10 +76,13 @@ pub enum Crm {
 /// the answer itself, ours in the same style (`UNEXPECTED_ANSWER`, `RESPONSE_TOO_LARGE`).
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct CrmProblem {
+    /// The CRM that answered (or whose answer could not be read).
     pub crm: Crm,
     /// The HTTP status, when the CRM answered.
     pub status: Option<u16>,
+    /// Error codes: the CRM's own, or ours in the same style when its answer was the problem.
     pub codes: Vec<String>,
+    /// The CRM's error messages as it wrote them; may be empty.
     pub messages: Vec<String>,
     /// Field or property names the CRM blamed.
     pub fields: Vec<String>,
@@ -107,11 +110,13 @@ impl CrmProblem {
         }
     }
 
+    /// Sets the HTTP status the CRM answered with.
     pub fn with_status(mut self, status: u16) -> Self {
         self.status = Some(status);
         self
     }
 
+    /// Adds one message; an empty one is skipped.
     pub fn with_message(mut self, message: impl Into<String>) -> Self {
         let message = message.into();
         if !message.is_empty() {

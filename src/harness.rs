@@ -17,11 +17,9 @@ use std::path::PathBuf;
 /// The broker every test configuration points at.
 pub(crate) const BROKER: &str = "https://broker.example.com";
 
-/// Tenant `t1`, user `u1`, with these CRM A scopes and (for Salesforce links) org URL.
+/// A call with these CRM A scopes and (for Salesforce links) org URL.
 pub(crate) fn ctx(scopes: &[&str], instance_url: Option<&str>) -> CallContext {
     CallContext {
-        tenant_id: "t1".into(),
-        user_id: "u1".into(),
         granted_scopes: scopes.iter().map(|s| s.to_string()).collect(),
         instance_url: instance_url.map(str::to_string),
     }

@@ -10,9 +10,13 @@ use url::Url;
 /// cannot even be written down. The host refuses one as well.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Method {
+    /// `GET`: reads.
     Get,
+    /// `POST`: creates, merges, and searches that carry their query in the body.
     Post,
+    /// `PATCH`: updates of existing records.
     Patch,
+    /// `PUT`: HubSpot v4 association creates.
     Put,
 }
 
@@ -45,8 +49,11 @@ pub enum Effect {
 pub struct Request {
     /// The CRM it goes to, so a failure of the answer itself can still name its source.
     pub crm: Crm,
+    /// The HTTP method.
     pub method: Method,
+    /// The full broker URL, query string included.
     pub url: Url,
+    /// Whether the request may be retried; not always implied by the method (a search POSTs).
     pub effect: Effect,
     /// JSON body, when the call has one.
     pub body: Option<Vec<u8>>,
@@ -85,9 +92,11 @@ impl Request {
 /// A response as read from the transport (the body already bounded in size).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Response {
+    /// The HTTP status code.
     pub status: u16,
     /// Header names are lower-case.
     pub headers: Vec<(String, String)>,
+    /// The raw body, no longer than the transport's size limit.
     pub body: Vec<u8>,
 }
 
@@ -100,6 +109,7 @@ impl Response {
             .map(|(_, v)| v.as_str())
     }
 
+    /// True for a 2xx status.
     pub fn is_success(&self) -> bool {
         (200..300).contains(&self.status)
     }
@@ -137,7 +147,10 @@ pub enum TransportError {
     Interrupted(String),
     /// The response body was larger than the configured limit and was not read.
     #[error("the response was larger than the {limit}-byte limit")]
-    ResponseTooLarge { limit: usize },
+    ResponseTooLarge {
+        /// The configured limit, in bytes.
+        limit: usize,
+    },
 }
 
 impl TransportError {
@@ -150,6 +163,7 @@ impl TransportError {
 /// Carries requests to the broker. The component implements it over `wasi:http`; tests use
 /// scripted fakes.
 pub trait Transport {
+    /// Sends the request once and reads the whole response, bounded in size; never retries.
     fn send(&mut self, request: &Request) -> Result<Response, TransportError>;
     /// Waits before a retry (a monotonic-clock sleep in the component).
     fn sleep(&mut self, duration: Duration);

@@ -17,6 +17,7 @@ pub enum MappingKind {
 /// One local mapping record. `(kind, crm_id)` is the key: writing it again replaces it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mapping {
+    /// Whether `crm_id` is a user id or an owner id.
     pub kind: MappingKind,
     /// The CRM's user id or owner id.
     pub crm_id: String,
@@ -31,7 +32,9 @@ pub struct Mapping {
 pub struct CreatedRecord {
     /// `hubspot` or `salesforce`.
     pub crm: &'static str,
+    /// The object type as the CRM names it (`contacts`, `Account`).
     pub object_type: String,
+    /// The new record's id, as the CRM returned it.
     pub record_id: String,
 }
 
@@ -53,10 +56,10 @@ pub trait MappingStore {
 /// An in-memory store, for tests.
 #[cfg(test)]
 #[derive(Debug, Default)]
-pub struct MemoryStore {
-    pub mappings: std::collections::BTreeMap<(MappingKind, String), Mapping>,
-    pub created: Vec<CreatedRecord>,
-    pub puts: usize,
+pub(crate) struct MemoryStore {
+    pub(crate) mappings: std::collections::BTreeMap<(MappingKind, String), Mapping>,
+    pub(crate) created: Vec<CreatedRecord>,
+    pub(crate) puts: usize,
 }
 
 #[cfg(test)]

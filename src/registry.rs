@@ -8,13 +8,19 @@ use crate::{crma, crmb};
 /// What `list-tools` and `list-tool-metadata` return for one tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolSpec {
+    /// The name a caller calls it by, e.g. `crmb_run_soql_query`.
     pub name: &'static str,
+    /// A short human-readable title (MCP's `title`).
     pub title: &'static str,
+    /// What the tool does and when to use it, written for a language model.
     pub description: &'static str,
+    /// JSON Schema (draft 2020-12) of the input object, derived from the tool's input type.
     pub input_schema: String,
     /// JSON Schema (draft 2020-12) of the output object, derived from the tool's output type.
     pub output_schema: String,
+    /// True when the tool changes nothing in the CRM; the same as `annotations.read_only`.
     pub read_only: bool,
+    /// MCP's behaviour hints, derived from the tool's [`CrmEffect`](crate::tool::CrmEffect).
     pub annotations: Annotations,
 }
 

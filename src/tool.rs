@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 
 /// Everything a running tool may use: who it acts for, where the CRMs are, and the only way out.
 pub struct Session<'a> {
+    /// The call's context from the host: granted scopes and the Salesforce org URL.
     pub ctx: &'a CallContext,
     config: Result<&'a Config, &'a ConfigError>,
     transport: &'a mut dyn Transport,
@@ -34,6 +35,8 @@ pub trait ResultFiles {
 }
 
 impl<'a> Session<'a> {
+    /// A session with no mapping store and no results directory; `config` is the tenant's
+    /// configuration or why it could not be read, reported when a tool first needs it.
     pub fn new(
         ctx: &'a CallContext,
         config: Result<&'a Config, &'a ConfigError>,
@@ -118,6 +121,7 @@ impl<'a> Session<'a> {
 /// One tool: a typed input and a typed output (both schemas are derived from the types) and a
 /// run function. The registry serialises the output once; tools never build JSON by hand.
 pub trait Tool {
+    /// The name the tool is listed and called by, prefixed by its CRM (`crmb_get_record`).
     const NAME: &'static str;
     /// Written for a language model: what the tool does and when to use it.
     const DESCRIPTION: &'static str;
@@ -125,8 +129,12 @@ pub trait Tool {
     const TITLE: &'static str;
     /// What the tool does to the CRM: whether it is read-only, and MCP's annotations.
     const EFFECT: CrmEffect;
+    /// The parsed input; its doc comments become the input schema's descriptions.
     type Input: DeserializeOwned + JsonSchema;
+    /// The answer, serialised as the call's result; its doc comments become the output
+    /// schema's descriptions.
     type Output: Serialize + JsonSchema;
+    /// Runs the tool on a parsed input. An error here is the call's error.
     fn run(input: Self::Input, session: &mut Session<'_>) -> Result<Self::Output, ToolError>;
 }
 
@@ -139,17 +147,27 @@ pub enum CrmEffect {
     /// Reads the CRM and changes nothing there.
     Reads,
     /// Adds to the CRM (a record, an activity, a link) without changing what is there.
-    Adds { idempotent: bool },
+    Adds {
+        /// Whether making the same call twice leaves the CRM as making it once.
+        idempotent: bool,
+    },
     /// Overwrites existing CRM data (an update, a merge).
-    Changes { idempotent: bool },
+    Changes {
+        /// Whether making the same call twice leaves the CRM as making it once.
+        idempotent: bool,
+    },
 }
 
 /// MCP's tool annotations, as the `tool-metadata` interface carries them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Annotations {
+    /// `readOnlyHint`: the tool changes nothing.
     pub read_only: bool,
+    /// `destructiveHint`: the tool may overwrite existing data.
     pub destructive: bool,
+    /// `idempotentHint`: repeating a call with the same input has no further effect.
     pub idempotent: bool,
+    /// `openWorldHint`: the tool reaches outside the plugin (a CRM).
     pub open_world: bool,
 }
 
@@ -188,7 +206,8 @@ pub struct Entry {
     pub(crate) call: fn(&str, &mut Session<'_>) -> Result<String, ToolError>,
 }
 
-pub const fn entry<T: Tool>() -> Entry {
+/// The registry row of tool `T`.
+pub(crate) const fn entry<T: Tool>() -> Entry {
     Entry {
         name: T::NAME,
         title: T::TITLE,

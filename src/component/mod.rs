@@ -44,8 +44,6 @@ impl wit::Guest for Plugin {
         input: String,
     ) -> Result<String, wit::ToolError> {
         let ctx = CallContext {
-            tenant_id: ctx.tenant_id,
-            user_id: ctx.user_id,
             granted_scopes: ctx.granted_scopes,
             instance_url: ctx.instance_url,
         };

@@ -21,6 +21,9 @@ use serde_json::{Value, json};
 pub struct AssociationInput {
     /// contacts, companies or deals (or another type with a default association).
     pub to_object_type: ObjectType,
+    /// The id of the record to associate with.
+    // Rustdoc only: the input schema keeps `RecordId`'s own description.
+    #[schemars(description = "")]
     pub to_record_id: RecordId,
 }
 
@@ -53,7 +56,9 @@ fn default_association_type(from: &ObjectType, to: &ObjectType) -> Option<u32> {
     })
 }
 
-pub fn associations_body(
+/// The `associations` array of a v3 create body: each record linked to a new record of type
+/// `from` with HubSpot's default association type; a pair without one is invalid input.
+pub(crate) fn associations_body(
     from: &ObjectType,
     list: &[AssociationInput],
 ) -> Result<Vec<Value>, ToolError> {

@@ -11,11 +11,17 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 
-/// HubSpot's documented search limits.
+// HubSpot's documented search limits.
+
+/// Most filter groups in one search.
 pub const MAX_FILTER_GROUPS: usize = 5;
+/// Most filters in one group.
 pub const MAX_FILTERS_PER_GROUP: usize = 6;
+/// Most filters in one search, all groups together.
 pub const MAX_FILTERS: usize = 18;
+/// Largest page size (`limit`).
 pub const MAX_LIMIT: u32 = 200;
+/// Longest free-text `query`, in characters.
 pub const MAX_QUERY_CHARS: usize = 3000;
 /// HubSpot applies one sort rule per search.
 pub const MAX_SORTS: usize = 1;
@@ -23,8 +29,13 @@ pub const MAX_SORTS: usize = 1;
 pub const MAX_REACHABLE: u64 = 10_000;
 
 /// Filter operators HubSpot's search accepts.
+// The variants have no doc comments: schemars would make each a schema description and turn
+// the schema's plain `enum` of names into a `oneOf`. `Filter`'s value fields say which
+// operators use them. Docs on the other search input types are kept out of the schema with
+// `description = ""`, so the input schema stays as the model knows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[allow(missing_docs, reason = "variant docs would change the input schema")]
 pub enum Operator {
     Eq,
     Neq,
@@ -67,6 +78,8 @@ impl Operator {
 pub struct Filter {
     /// Property internal name, e.g. "dealstage", "createdate", "email".
     pub property: PropertyName,
+    /// How the property is compared; decides which of the value fields are needed.
+    #[schemars(description = "")]
     pub operator: Operator,
     /// For EQ, NEQ, LT, LTE, GT, GTE, CONTAINS_TOKEN, NOT_CONTAINS_TOKEN, and the low end of
     /// BETWEEN. Dates as ISO 8601 or epoch milliseconds.
@@ -84,31 +97,48 @@ pub struct Filter {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct FilterGroup {
+    /// The group's filters, 1 to [`MAX_FILTERS_PER_GROUP`].
+    #[schemars(description = "")]
     pub filters: Vec<Filter>,
 }
 
+/// A sort order, written `ASCENDING` or `DESCENDING`.
 #[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[schemars(description = "")]
+#[allow(missing_docs, reason = "variant docs would change the input schema")]
 pub enum Direction {
     Ascending,
     Descending,
 }
 
+/// One sort rule: HubSpot takes at most [`MAX_SORTS`] per search.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(description = "")]
 pub struct Sort {
+    /// The property to sort by.
+    #[schemars(description = "")]
     pub property: PropertyName,
+    /// Which way to sort.
+    #[schemars(description = "")]
     pub direction: Direction,
 }
 
 /// A search, validated.
 #[derive(Debug, Clone)]
 pub struct Search {
+    /// The object type searched; the path segment of the search endpoint.
     pub object_type: ObjectType,
+    /// Filter groups, ORed together; empty for no filter.
     pub filter_groups: Vec<FilterGroup>,
+    /// Sort rules, at most [`MAX_SORTS`].
     pub sorts: Vec<Sort>,
+    /// Free text HubSpot searches in the type's default text properties.
     pub query: Option<String>,
+    /// Properties to return; empty leaves HubSpot's default set.
     pub properties: Vec<PropertyName>,
+    /// Page size asked for, 1 to [`MAX_LIMIT`] (shortened near [`MAX_REACHABLE`]).
     pub limit: u32,
     /// HubSpot's paging token; for search it is the offset of the next result.
     pub after: Option<String>,

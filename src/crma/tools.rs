@@ -13,7 +13,7 @@ mod reads;
 mod writes;
 
 pub use people::{ListOwners, ListUsers};
-pub use reads::{GetRecord, SearchRecords};
+pub use reads::{GetRecord, SearchInput, SearchRecords};
 pub use writes::{CreateRecord, MergeCompanies, UpdateRecord};
 
 use super::types::PropertyName;

@@ -15,13 +15,21 @@ use std::fmt;
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Deserialize)]
 #[serde(try_from = "String")]
 pub enum ObjectType {
+    /// `contacts`, type id `0-1`.
     Contacts,
+    /// `companies`, type id `0-2`.
     Companies,
+    /// `deals`, type id `0-3`.
     Deals,
+    /// `tasks`, type id `0-27` (an activity).
     Tasks,
+    /// `notes`, type id `0-46` (an activity).
     Notes,
+    /// `emails`, type id `0-49` (an activity).
     Emails,
+    /// `meetings`, type id `0-47` (an activity).
     Meetings,
+    /// `calls`, type id `0-48` (an activity).
     Calls,
     /// `2-<n>` (type id) or `p_<name>` (fully qualified name).
     Custom(String),
@@ -40,6 +48,8 @@ const STANDARD: &[(ObjectType, &str, &str)] = &[
 ];
 
 impl ObjectType {
+    /// Reads a type as a model may write it: the API name in any case, the type id, the
+    /// singular, or a custom type; the error lists the accepted forms.
     pub fn parse(text: &str) -> Result<Self, String> {
         let text = text.trim();
         let lower = text.to_ascii_lowercase();
@@ -155,6 +165,7 @@ impl JsonSchema for ObjectType {
 pub struct RecordId(u64);
 
 impl RecordId {
+    /// Reads an id from text: digits only (surrounding spaces ignored), at most `u64::MAX`.
     pub fn parse(text: &str) -> Result<Self, String> {
         let text = text.trim();
         if text.is_empty() || text.len() > 20 || !text.bytes().all(|b| b.is_ascii_digit()) {
@@ -167,7 +178,8 @@ impl RecordId {
             .map_err(|_| format!("{text:?} is too large for a HubSpot record id"))
     }
 
-    pub fn get(self) -> u64 {
+    #[cfg(test)]
+    fn get(self) -> u64 {
         self.0
     }
 }
@@ -290,6 +302,8 @@ impl JsonSchema for RecordId {
 pub struct PropertyName(String);
 
 impl PropertyName {
+    /// Checks an internal name: an ASCII letter, then letters, digits and underscores, at most
+    /// 100 characters (surrounding spaces ignored).
     pub fn parse(text: &str) -> Result<Self, String> {
         let text = text.trim();
         let ok = !text.is_empty()
@@ -306,6 +320,7 @@ impl PropertyName {
         }
     }
 
+    /// The name as HubSpot takes it.
     pub fn as_str(&self) -> &str {
         &self.0
     }

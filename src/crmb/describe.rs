@@ -8,71 +8,74 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RawDescribe {
-    pub name: String,
+    name: String,
     #[serde(default)]
-    pub label: String,
+    label: String,
     #[serde(default)]
-    pub label_plural: String,
+    label_plural: String,
     #[serde(default)]
-    pub key_prefix: Option<String>,
+    key_prefix: Option<String>,
     #[serde(default)]
-    pub custom: bool,
+    custom: bool,
     #[serde(default)]
-    pub queryable: bool,
+    queryable: bool,
     #[serde(default)]
-    pub createable: bool,
+    createable: bool,
     #[serde(default)]
-    pub updateable: bool,
+    updateable: bool,
     #[serde(default)]
-    pub fields: Vec<RawField>,
+    pub(crate) fields: Vec<RawField>,
     #[serde(default)]
-    pub child_relationships: Vec<RawChild>,
+    child_relationships: Vec<RawChild>,
 }
 
+/// One entry of the describe answer's `fields`.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RawField {
-    pub name: String,
+pub(crate) struct RawField {
+    name: String,
     #[serde(default)]
-    pub label: String,
+    label: String,
     #[serde(rename = "type", default)]
-    pub field_type: String,
+    field_type: String,
     #[serde(default)]
-    pub length: u64,
+    length: u64,
     #[serde(default)]
-    pub nillable: bool,
+    nillable: bool,
     #[serde(default)]
-    pub createable: bool,
+    createable: bool,
     #[serde(default)]
-    pub updateable: bool,
+    updateable: bool,
     #[serde(default)]
-    pub custom: bool,
+    custom: bool,
     #[serde(default)]
-    pub defaulted_on_create: bool,
+    defaulted_on_create: bool,
     #[serde(default)]
-    pub picklist_values: Vec<RawPicklistValue>,
+    picklist_values: Vec<RawPicklistValue>,
     #[serde(default)]
-    pub reference_to: Vec<String>,
+    reference_to: Vec<String>,
     #[serde(default)]
-    pub relationship_name: Option<String>,
+    relationship_name: Option<String>,
 }
 
+/// One entry of a field's `picklistValues`.
 #[derive(Debug, Deserialize)]
-pub struct RawPicklistValue {
-    pub value: String,
+struct RawPicklistValue {
+    value: String,
     #[serde(default)]
-    pub active: bool,
+    active: bool,
 }
 
+/// One entry of the describe answer's `childRelationships`.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct RawChild {
+struct RawChild {
     #[serde(default)]
-    pub child_s_object: String,
+    child_s_object: String,
     #[serde(default)]
-    pub field: String,
+    field: String,
     #[serde(default)]
-    pub relationship_name: Option<String>,
+    relationship_name: Option<String>,
 }
 
 /// Which fields the caller wants.
@@ -80,7 +83,9 @@ pub struct RawChild {
 pub struct FieldFilter {
     /// Case-insensitive part of the name or label.
     pub name_contains: Option<String>,
+    /// Only custom fields (API names ending in `__c`).
     pub custom_only: bool,
+    /// Only fields that can be set when creating a record.
     pub createable_only: bool,
 }
 

@@ -11,17 +11,17 @@ use serde::Deserialize;
 /// One entry of a Salesforce error body.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
-pub struct SalesforceError {
+struct SalesforceError {
     #[serde(default)]
-    pub message: String,
+    message: String,
     #[serde(default)]
-    pub error_code: String,
+    error_code: String,
     #[serde(default)]
-    pub fields: Vec<String>,
+    fields: Vec<String>,
 }
 
 /// Parses an error body; tolerates a single object or an unexpected shape.
-pub fn parse_errors(body: &[u8]) -> Vec<SalesforceError> {
+fn parse_errors(body: &[u8]) -> Vec<SalesforceError> {
     serde_json::from_slice::<Vec<SalesforceError>>(body)
         .or_else(|_| serde_json::from_slice::<SalesforceError>(body).map(|e| vec![e]))
         .unwrap_or_default()

@@ -57,6 +57,7 @@ impl SalesforceId {
         ))
     }
 
+    /// The id as text, 15 or 18 characters, a case-folded one already re-cased.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -159,6 +160,8 @@ pub struct ApiName(String);
 const MAX_API_NAME_LEN: usize = 120;
 
 impl ApiName {
+    /// Checks a name as the type describes (surrounding spaces ignored), at most 120 characters;
+    /// the error gives examples of valid names.
     pub fn parse(text: &str) -> Result<Self, String> {
         let text = text.trim();
         let parts: Vec<&str> = text.split("__").collect();
@@ -181,6 +184,7 @@ impl ApiName {
         Ok(ApiName(text.to_string()))
     }
 
+    /// The name as Salesforce takes it.
     pub fn as_str(&self) -> &str {
         &self.0
     }

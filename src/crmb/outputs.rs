@@ -59,7 +59,7 @@ pub(crate) struct UpdatedRecord {
 /// A SOQL query's result: the records in this answer, or, when the result is very large, a
 /// JSON Lines file holding them.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct QueryResult {
+pub(crate) struct QueryResult {
     /// The object the query selects FROM, as written in the query.
     pub(crate) object: String,
     /// How many records match the query in all (for SELECT COUNT(), the count).

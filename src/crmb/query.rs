@@ -97,6 +97,7 @@ impl Cursor {
         }
     }
 
+    /// The token given to the caller as `next_cursor`; [`Cursor::parse`] reads it back.
     pub fn encode(&self) -> String {
         format!(
             "sfq1.{}.{}.{:016x}",
@@ -145,14 +146,16 @@ fn fingerprint(text: &str) -> u64 {
 }
 
 /// What the caller asked for, validated.
-pub struct QueryRequest {
-    pub query: ValidatedQuery,
-    pub max_records: u32,
-    pub cursor: Option<Cursor>,
+pub(crate) struct QueryRequest {
+    query: ValidatedQuery,
+    max_records: u32,
+    cursor: Option<Cursor>,
 }
 
 impl QueryRequest {
-    pub fn new(
+    /// Checks the query text, the page size (default [`DEFAULT_MAX_RECORDS`]) and the cursor;
+    /// nothing is sent when this fails.
+    pub(crate) fn new(
         text: &str,
         max_records: Option<u32>,
         cursor: Option<&str>,
@@ -175,7 +178,10 @@ impl QueryRequest {
 }
 
 /// Runs the query and shapes the answer.
-pub fn run(request: QueryRequest, session: &mut Session<'_>) -> Result<QueryResult, ToolError> {
+pub(crate) fn run(
+    request: QueryRequest,
+    session: &mut Session<'_>,
+) -> Result<QueryResult, ToolError> {
     let config = session.config()?;
     let instance = InstanceUrl::if_known(session.ctx.instance_url.as_deref())?;
     let pager = Pager {

@@ -107,8 +107,11 @@ impl ValidatedQuery {
 /// Line and column are 1-based and count characters (a tab is one column).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SoqlError {
+    /// The line of the offending text, from 1.
     pub line: usize,
+    /// The column within that line, from 1, in characters.
     pub column: usize,
+    /// What is wrong and what to write instead.
     pub reason: String,
 }
 

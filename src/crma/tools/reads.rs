@@ -19,6 +19,9 @@ use std::collections::BTreeSet;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchInput {
+    /// The object type to search.
+    // Rustdoc only: the input schema keeps `ObjectType`'s own description.
+    #[schemars(description = "")]
     pub object_type: ObjectType,
     /// Groups are ORed; filters inside a group are ANDed. At most 5 groups, 6 filters each, 18 in all.
     #[serde(default)]
