@@ -9,7 +9,9 @@ use crm_host::mcp::http::{self as mcp_http, Gate, MCP_PATH};
 use crm_host::mcp::tenants::TenantsFile;
 use crm_host::mcp::{McpServer, Principal};
 use crm_host::sandbox::SandboxCrm;
-use crm_host::{AuditLog, Backend, CallError, CallRequest, Host, HostLimits, Runtime, TenantSpec};
+use crm_host::{
+    AuditLog, Backend, CallError, CallRequest, Host, HostLimits, PluginVersion, Runtime, TenantSpec,
+};
 use rmcp::ServiceExt;
 use serde_json::{Value, json};
 use std::process::ExitCode;
@@ -133,14 +135,7 @@ async fn run(options: Options, command: Command) -> Result<ExitCode, String> {
         return serve_http(&options, *listen, tenants, allow_origin.clone()).await;
     }
     let audit = audit_log(&options)?;
-    let runtime = Arc::new(
-        Runtime::new(HostLimits::default()).map_err(|e| format!("starting wasmtime: {e}"))?,
-    );
-    let wasm = std::fs::read(&options.component)
-        .map_err(|e| format!("reading {}: {e}", options.component))?;
-    let plugin = runtime
-        .load(&wasm)
-        .map_err(|e| format!("loading {}: {e}", options.component))?;
+    let (runtime, plugin) = load_component(&options)?;
 
     let results_dir = options.results_dir.clone().unwrap_or_else(|| {
         std::env::temp_dir()
@@ -242,6 +237,19 @@ async fn run(options: Options, command: Command) -> Result<ExitCode, String> {
     }
 }
 
+/// Starts wasmtime and loads the component `--component` names.
+fn load_component(options: &Options) -> Result<(Arc<Runtime>, Arc<PluginVersion>), String> {
+    let runtime = Arc::new(
+        Runtime::new(HostLimits::default()).map_err(|e| format!("starting wasmtime: {e}"))?,
+    );
+    let wasm = std::fs::read(&options.component)
+        .map_err(|e| format!("reading {}: {e}", options.component))?;
+    let plugin = runtime
+        .load(&wasm)
+        .map_err(|e| format!("loading {}: {e}", options.component))?;
+    Ok((runtime, plugin))
+}
+
 /// Where `--audit` sends audit lines: nowhere, stderr (`-`) or a file; never stdout.
 fn audit_log(options: &Options) -> Result<AuditLog, String> {
     Ok(match options.audit.as_deref() {
@@ -263,14 +271,7 @@ async fn serve_http(
     let text = std::fs::read_to_string(tenants_path)
         .map_err(|e| format!("--tenants {}: {e}", tenants_path.display()))?;
     let file = TenantsFile::parse(&text).map_err(|e| format!("{}: {e}", tenants_path.display()))?;
-    let runtime = Arc::new(
-        Runtime::new(HostLimits::default()).map_err(|e| format!("starting wasmtime: {e}"))?,
-    );
-    let wasm = std::fs::read(&options.component)
-        .map_err(|e| format!("reading {}: {e}", options.component))?;
-    let plugin = runtime
-        .load(&wasm)
-        .map_err(|e| format!("loading {}: {e}", options.component))?;
+    let (runtime, plugin) = load_component(options)?;
     let on_broker = file
         .tenants
         .iter()

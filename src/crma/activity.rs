@@ -4,20 +4,15 @@
 //! Property names checked against HubSpot's engagement API guides (Notes, Calls, Meetings,
 //! Email, Tasks on developers.hubspot.com); they match `crm-a-api-facts.md`.
 
-use super::associations::{AssociationInput, associations_body};
-use super::client::{self, Call};
-use super::properties;
-use super::scopes::Operation;
-use super::tools::PropertyValues;
+use super::associations::AssociationInput;
+use super::tools::{PropertyValues, create_record};
 use super::types::{ObjectType, RecordId};
 use crate::error::ToolError;
-use crate::http::{Effect, Method};
-use crate::mapping::CreatedRecord;
 use crate::schema::string_schema;
 use crate::tool::{CrmEffect, Session, Tool};
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use std::borrow::Cow;
 
 /// The kinds of activity HubSpot logs as engagement records.
@@ -215,17 +210,6 @@ pub(crate) struct LogActivityInput {
     associations: Vec<AssociationInput>,
 }
 
-/// The part of HubSpot's answer to creating an engagement that is read: the new record's id
-/// (`POST /crm/v3/objects/{notes|calls|meetings|emails|tasks}`, notes guide
-/// <https://developers.hubspot.com/docs/api-reference/crm-notes-v3/guide>; the created object as
-/// <https://developers.hubspot.com/docs/api-reference/legacy/crm/activities/notes/batch/create-notes>
-/// shows it: `{"id": "512", "properties": {...}, "createdAt": "...", "updatedAt": "...",
-/// "archived": false}`). `id` is required.
-#[derive(Debug, Deserialize)]
-struct CreatedEngagement {
-    id: String,
-}
-
 /// What `crma_log_activity` answers.
 #[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct LoggedActivity {
@@ -303,59 +287,28 @@ impl Tool for LogActivity {
                 }
             }
         }
-        let (id, warning) =
-            create_engagement(session, &object_type, properties, &input.associations)?;
+        let created = create_record(
+            session,
+            &object_type,
+            properties,
+            &input.associations,
+            "look for it on the associated records before logging it again",
+        )?;
         Ok(LoggedActivity {
-            id,
+            id: created.id,
             object_type: object_type.as_str().to_string(),
             activity_type: input.activity_type,
             timestamp: timestamp.as_str().to_string(),
             associations: input.associations.len(),
-            warning,
+            warning: created.warning,
         })
     }
-}
-
-/// Creates the engagement record, sent once, and keeps its id in the mapping store: the new
-/// id, and a warning when it could not be kept. The associations are checked before anything
-/// is sent.
-fn create_engagement(
-    session: &mut Session<'_>,
-    object_type: &ObjectType,
-    mut properties: Map<String, Value>,
-    associations: &[AssociationInput],
-) -> Result<(String, Option<String>), ToolError> {
-    let associations = associations_body(object_type, associations)?;
-    properties::normalise_dates(session, object_type, &mut properties)?;
-    let mut body = json!({"properties": properties});
-    if !associations.is_empty() {
-        body["associations"] = associations.into();
-    }
-    let object = object_type.as_str().to_string();
-    let call = Call::get(
-        Operation::Write(object_type.clone()),
-        vec!["crm", "v3", "objects", &object],
-        format!("new {object} record"),
-    )
-    .with_body(Method::Post, Effect::Write, body);
-    let created: CreatedEngagement =
-        serde_json::from_value(client::send(session, call)?).map_err(|_| {
-            ToolError::OutcomeUnknown(format!(
-                "HubSpot accepted the new {object} record but returned no id; look for it on \
-                 the associated records before logging it again"
-            ))
-        })?;
-    let warning = session.remember_created(CreatedRecord {
-        crm: "hubspot",
-        object_type: object,
-        record_id: created.id.clone(),
-    });
-    Ok((created.id, warning))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn timestamps_accept_iso_and_epoch_millis_only() {
@@ -396,21 +349,6 @@ mod tests {
             Timestamp::from_unix_millis(0).as_str(),
             "1970-01-01T00:00:00.000Z"
         );
-    }
-
-    #[test]
-    fn the_created_engagement_answer_gives_the_new_id() {
-        // The created object of HubSpot's notes reference (page cited on `CreatedEngagement`).
-        let created: CreatedEngagement = serde_json::from_value(json!({
-            "id": "512", "properties": {"hs_note_body": "Called", "hs_timestamp": "2019-10-30T03:30:17.883Z"},
-            "createdAt": "2019-10-30T03:30:17.883Z", "updatedAt": "2019-12-07T16:50:06.678Z",
-            "archived": false
-        }))
-        .unwrap();
-        assert_eq!(created.id, "512");
-        let err =
-            serde_json::from_value::<CreatedEngagement>(json!({"properties": {}})).unwrap_err();
-        assert!(err.to_string().contains("missing field `id`"), "{err}");
     }
 
     #[test]

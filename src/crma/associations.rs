@@ -189,7 +189,11 @@ pub(crate) struct GetAssociations;
 
 impl Tool for GetAssociations {
     const NAME: &'static str = "crma_get_associations";
-    const DESCRIPTION: &'static str = "List the records of one type associated with a HubSpot         record (e.g. the contacts of a company, the deals of a contact, the notes of a deal):         each to_object_id with its association types and labels. Reads every page up to         max_results (default 1000); next_cursor continues. Fetch details with         crma_get_record or crma_search_records.";
+    const DESCRIPTION: &'static str = "List the records of one type associated with a HubSpot record (e.g. the contacts \
+        of a company, the deals of a contact, the notes of a deal): each to_object_id \
+        with its association types and labels. Reads every page up to max_results \
+        (default 1000); next_cursor continues. Fetch details with crma_get_record or \
+        crma_search_records.";
     const TITLE: &'static str = "List a HubSpot record's associations";
     const EFFECT: CrmEffect = CrmEffect::Reads;
     type Input = GetAssociationsInput;
@@ -321,7 +325,9 @@ pub(crate) struct CreateAssociation;
 
 impl Tool for CreateAssociation {
     const NAME: &'static str = "crma_create_association";
-    const DESCRIPTION: &'static str = "Associate two existing HubSpot records with HubSpot's         default association (e.g. a contact with a company, a deal with a contact, a note with a         deal). Creating one that already exists changes nothing. Sent once, never retried.";
+    const DESCRIPTION: &'static str = "Associate two existing HubSpot records with HubSpot's default association (e.g. \
+        a contact with a company, a deal with a contact, a note with a deal). Creating \
+        one that already exists changes nothing. Sent once, never retried.";
     const TITLE: &'static str = "Associate two HubSpot records";
     const EFFECT: CrmEffect = CrmEffect::Adds { idempotent: true };
     type Input = CreateAssociationInput;

@@ -14,6 +14,7 @@ mod writes;
 
 pub use people::{ListOwners, ListUsers};
 pub use reads::{GetRecord, SearchInput, SearchRecords};
+pub(crate) use writes::create_record;
 pub use writes::{CreateRecord, MergeCompanies, UpdateRecord};
 
 use super::types::PropertyName;

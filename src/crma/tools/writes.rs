@@ -44,13 +44,13 @@ pub struct CreateRecord;
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct CreatedOutput {
     /// The new record's HubSpot id.
-    id: String,
+    pub(crate) id: String,
     /// Its object type, e.g. "contacts".
     object_type: String,
     /// Present when the record was created but its id could not be kept locally: the record
     /// exists in HubSpot all the same.
     #[serde(skip_serializing_if = "Option::is_none")]
-    warning: Option<String>,
+    pub(crate) warning: Option<String>,
 }
 
 impl Tool for CreateRecord {
@@ -80,19 +80,21 @@ impl Tool for CreateRecord {
     }
 }
 
-/// Creates one record (records and activities alike): sent once, and its returned id kept in
-/// the mapping store. `before_redo` tells the user how to check when no id comes back.
-fn create_record(
+/// Creates one record (records and activities alike): the associations are checked before
+/// anything is sent, the record is sent once, and its returned id is kept in the mapping store.
+/// `before_redo` tells the user how to check when no id comes back.
+pub(crate) fn create_record(
     session: &mut Session<'_>,
     object_type: &ObjectType,
     mut wire: Map<String, Value>,
     associations: &[AssociationInput],
     before_redo: &str,
 ) -> Result<CreatedOutput, ToolError> {
+    let associations = associations_body(object_type, associations)?;
     properties::normalise_dates(session, object_type, &mut wire)?;
     let mut body = json!({"properties": wire});
     if !associations.is_empty() {
-        body["associations"] = associations_body(object_type, associations)?.into();
+        body["associations"] = associations.into();
     }
     let object = object_type.as_str().to_string();
     let call = Call::get(
