@@ -164,8 +164,12 @@ impl ServerHandler for McpServer {
         if request.name == files::READ_TOOL {
             return files::read_tool_call(&self.host, &principal, &input).map(Into::into);
         }
-        let known = self.host.list_tools(&principal.tenant_id).await;
-        if !known.is_ok_and(|tools| tools.iter().any(|t| t.name == request.name)) {
+        let known = self
+            .host
+            .list_tools(&principal.tenant_id)
+            .await
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        if !known.iter().any(|t| t.name == request.name) {
             return Err(McpError::invalid_params(
                 format!("there is no tool named {:?}", request.name),
                 None,

@@ -578,3 +578,124 @@ async fn the_stateless_2026_era_discovers_calls_and_hears_of_swaps() {
         "{heard:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_the_2026_era_discovers_and_calls_with_the_token_picking_the_tenant() {
+    use rmcp::model::ProtocolVersion;
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    use rmcp::{ClientLifecycleMode, ClientServiceExt};
+    let dir = temp_dir("http-2026");
+    let url = http_server(&dir).await;
+    let config = StreamableHttpClientTransportConfig::with_uri(url).auth_header("globex-token");
+    let client = ()
+        .serve_with_lifecycle(
+            StreamableHttpClientTransport::from_config(config),
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        client.peer_info().unwrap().protocol_version,
+        ProtocolVersion::V_2026_07_28
+    );
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 23);
+    let read = client
+        .call_tool(call(
+            "crmb_get_record",
+            json!({"object": "Account", "record_id": "0017kB200000001ABA", "fields": ["Name"]}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        read.structured_content.unwrap()["record"]["Name"],
+        "Globex Shipping"
+    );
+    client.cancel().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_call_stops_and_a_write_already_sent_is_audited_as_unknown() {
+    use crm_host::audit::AuditEvent;
+    use crm_host::stub::{Reply, StubBackend};
+    // The broker takes ten seconds to answer a create; the client gives up first.
+    let stub = StubBackend::with_handler(|_| {
+        Reply::Delay(
+            Duration::from_secs(10),
+            Box::new(Reply::json(
+                201,
+                json!({"id": "00T000000000001EAA", "success": true, "errors": []}),
+            )),
+        )
+    });
+    let f = fixture(stub);
+    let principal = Principal {
+        tenant_id: "t1".into(),
+        user_id: "u1".into(),
+        granted_scopes: vec![],
+        instance_url: Some("https://acme.my.salesforce.com".into()),
+    };
+    let (server_end, client_end) = tokio::io::duplex(1 << 20);
+    let server = McpServer::for_principal(f.host.clone(), principal);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_end).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let client = Arc::new(().serve(client_end).await.unwrap());
+    let started = std::time::Instant::now();
+    let pending = {
+        let client = client.clone();
+        tokio::spawn(async move {
+            client
+                .call_tool(call(
+                    "crmb_create_record",
+                    json!({"object": "Task", "fields": {"Subject": "Call back"}}),
+                ))
+                .await
+        })
+    };
+    while f.stub.requests().is_empty() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Dropping the request sends notifications/cancelled.
+    pending.abort();
+    let outcome = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            let outcome = f.audit.events().into_iter().find_map(|e| match e {
+                AuditEvent::ToolCall { tool, outcome, .. } if tool == "crmb_create_record" => {
+                    Some(outcome)
+                }
+                _ => None,
+            });
+            if let Some(outcome) = outcome {
+                return outcome;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the cancelled call is audited at once");
+    assert_eq!(outcome, "outcome-unknown");
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "it did not wait for the broker"
+    );
+    assert_eq!(
+        f.stub.requests().len(),
+        1,
+        "the write went out once, never retried"
+    );
+    // The session goes on.
+    let next = client
+        .call_tool(call(
+            "crmb_generate_record_url",
+            json!({"object": "Account", "record_id": "001000000000001AAA"}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(next.is_error, Some(false));
+}
