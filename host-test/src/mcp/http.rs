@@ -45,7 +45,7 @@ enum Refusal {
     ForeignOrigin,
     /// No `Authorization` header.
     NoToken,
-    /// A token that is not a bearer token of the tenants file.
+    /// A token that is neither listed in the tenants file nor signed by a listed provider.
     BadToken,
 }
 
@@ -112,7 +112,6 @@ impl Gate {
             .map(str::trim);
         token
             .and_then(|t| self.tokens.principal(t))
-            .cloned()
             .ok_or(Refusal::BadToken)
     }
 

@@ -14,10 +14,20 @@
 //! tenant = "acme"
 //! user = "alice"
 //! # scopes = ["crm.objects.deals.read"]        # CRM A scopes granted [default: the spec's]
+//!
+//! [[jwt]]                          # or: signed tokens from an identity provider
+//! issuer = "https://auth.example.com"
+//! audience = "crm-mcp"
+//! algorithm = "EdDSA"              # EdDSA, ES256 or RS256
+//! public_key_pem = "-----BEGIN PUBLIC KEY-----\n…"
+//! # tenant_claim = "tenant"        # the claim naming a listed tenant [default: tenant]
+//! # user_claim = "sub"             # the claim naming the user [default: sub]
 //! ```
 
 use super::Principal;
+use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use url::Url;
@@ -29,6 +39,55 @@ pub struct TenantsFile {
     pub tenants: Vec<TenantEntry>,
     #[serde(default)]
     pub tokens: Vec<TokenEntry>,
+    #[serde(default)]
+    pub jwt: Vec<JwtIssuer>,
+}
+
+/// An identity provider whose signed tokens (JWTs) name a tenant and a user in their claims.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JwtIssuer {
+    /// The `iss` a token must carry.
+    pub issuer: String,
+    /// The `aud` a token must carry: this server.
+    pub audience: String,
+    /// The signature algorithm; nothing else is accepted (no `none`, no algorithm switching).
+    pub algorithm: JwtAlgorithm,
+    /// The provider's public key, PEM.
+    pub public_key_pem: String,
+    /// The claim naming the tenant, which must be one the file lists.
+    #[serde(default = "tenant_claim")]
+    pub tenant_claim: String,
+    /// The claim naming the user.
+    #[serde(default = "user_claim")]
+    pub user_claim: String,
+    /// CRM A scopes granted to its users [default: the server's].
+    pub scopes: Option<Vec<String>>,
+}
+
+fn tenant_claim() -> String {
+    "tenant".into()
+}
+
+fn user_claim() -> String {
+    "sub".into()
+}
+
+/// The asymmetric algorithms a provider may sign with.
+#[derive(Debug, Clone, Copy, Deserialize)]
+pub enum JwtAlgorithm {
+    EdDSA,
+    ES256,
+    RS256,
+}
+
+/// One provider, ready to check tokens.
+struct Verifier {
+    key: DecodingKey,
+    validation: Validation,
+    tenant_claim: String,
+    user_claim: String,
+    scopes: Vec<String>,
 }
 
 /// One tenant the server runs.
@@ -55,10 +114,14 @@ pub struct TokenEntry {
     pub scopes: Option<Vec<String>>,
 }
 
-/// Who each token acts for, looked up by the token's hash.
-#[derive(Debug, Default)]
+/// Who each token acts for: looked up by the token's hash, or read from a provider-signed
+/// token's claims.
+#[derive(Default)]
 pub struct TokenTable {
     by_hash: HashMap<String, Principal>,
+    verifiers: Vec<Verifier>,
+    /// Each listed tenant's Salesforce org URL, for principals from signed tokens.
+    tenants: HashMap<String, Option<String>>,
 }
 
 /// The lower-case hex SHA-256 of a token, as the tenants file keeps it.
@@ -124,14 +187,68 @@ impl TenantsFile {
                 ));
             }
         }
-        Ok(TokenTable { by_hash })
+        let verifiers = self
+            .jwt
+            .iter()
+            .map(|issuer| verifier(issuer, default_scopes))
+            .collect::<Result<_, _>>()?;
+        let tenants = self
+            .tenants
+            .iter()
+            .map(|t| (t.id.clone(), instance_url(t)))
+            .collect();
+        Ok(TokenTable {
+            by_hash,
+            verifiers,
+            tenants,
+        })
     }
 }
 
+fn verifier(issuer: &JwtIssuer, default_scopes: &[String]) -> Result<Verifier, String> {
+    let pem = issuer.public_key_pem.as_bytes();
+    let (key, algorithm) = match issuer.algorithm {
+        JwtAlgorithm::EdDSA => (DecodingKey::from_ed_pem(pem), Algorithm::EdDSA),
+        JwtAlgorithm::ES256 => (DecodingKey::from_ec_pem(pem), Algorithm::ES256),
+        JwtAlgorithm::RS256 => (DecodingKey::from_rsa_pem(pem), Algorithm::RS256),
+    };
+    let key = key.map_err(|e| format!("the public key of {}: {e}", issuer.issuer))?;
+    let mut validation = Validation::new(algorithm);
+    validation.set_issuer(&[&issuer.issuer]);
+    validation.set_audience(&[&issuer.audience]);
+    validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+    Ok(Verifier {
+        key,
+        validation,
+        tenant_claim: issuer.tenant_claim.clone(),
+        user_claim: issuer.user_claim.clone(),
+        scopes: issuer
+            .scopes
+            .clone()
+            .unwrap_or_else(|| default_scopes.to_vec()),
+    })
+}
+
 impl TokenTable {
-    /// The principal a presented bearer token acts for, if any.
-    pub fn principal(&self, token: &str) -> Option<&Principal> {
-        self.by_hash.get(&token_hash(token))
+    /// The principal a presented bearer token acts for, if any: a listed token, or a token
+    /// signed by a listed provider, unexpired, for this audience, naming a listed tenant.
+    pub fn principal(&self, token: &str) -> Option<Principal> {
+        if let Some(principal) = self.by_hash.get(&token_hash(token)) {
+            return Some(principal.clone());
+        }
+        self.verifiers.iter().find_map(|v| {
+            let claims =
+                jsonwebtoken::decode::<Map<String, Value>>(token, &v.key, &v.validation).ok()?;
+            let tenant = claims.claims.get(&v.tenant_claim)?.as_str()?;
+            let user = claims.claims.get(&v.user_claim)?.as_str()?;
+            let instance_url = self.tenants.get(tenant)?.clone();
+            Some(Principal {
+                tenant_id: tenant.to_string(),
+                user_id: user.to_string(),
+                granted_scopes: v.scopes.clone(),
+                instance_url,
+            })
+        })
     }
 }
 
@@ -183,6 +300,48 @@ mod tests {
                 .is_none(),
             "the hash is not a token"
         );
+    }
+
+    /// A test provider's Ed25519 key pair (made for these tests with openssl; signs nothing else).
+    const PRIVATE_KEY: &str = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIOgpVW/WlUZCAUTqQ5QXQ3jIseGwFUbeH+I0rGt16JRz\n-----END PRIVATE KEY-----\n";
+    const PUBLIC_KEY: &str = "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAa/jEcEttH55w7bzsx1y6KqNCA6WUbPq3elcUxVtBNVA=\n-----END PUBLIC KEY-----\n";
+
+    fn signed(claims: serde_json::Value) -> String {
+        let key = jsonwebtoken::EncodingKey::from_ed_pem(PRIVATE_KEY.as_bytes()).unwrap();
+        jsonwebtoken::encode(&jsonwebtoken::Header::new(Algorithm::EdDSA), &claims, &key).unwrap()
+    }
+
+    #[test]
+    fn a_provider_signed_token_names_a_listed_tenant_and_its_user() {
+        let file = format!(
+            "[[tenants]]\nid = \"acme\"\n[[jwt]]\nissuer = \"https://auth.example\"\n\
+             audience = \"crm-mcp\"\nalgorithm = \"EdDSA\"\npublic_key_pem = '''{PUBLIC_KEY}'''\n"
+        );
+        let table = TenantsFile::parse(&file)
+            .unwrap()
+            .tokens(&["oauth".into()], |_| None)
+            .unwrap();
+        let exp = 4_102_444_800u64; // 2100-01-01
+        let good = serde_json::json!({"iss": "https://auth.example", "aud": "crm-mcp", "exp": exp, "tenant": "acme", "sub": "carol"});
+        let principal = table.principal(&signed(good.clone())).unwrap();
+        assert_eq!(
+            (principal.tenant_id.as_str(), principal.user_id.as_str()),
+            ("acme", "carol")
+        );
+        assert_eq!(principal.granted_scopes, ["oauth"]);
+        for (field, value) in [
+            ("aud", serde_json::json!("another-server")),
+            ("iss", serde_json::json!("https://evil.example")),
+            ("exp", serde_json::json!(1_000_000_000u64)),
+            ("tenant", serde_json::json!("globex")),
+        ] {
+            let mut claims = good.clone();
+            claims[field] = value;
+            assert!(table.principal(&signed(claims)).is_none(), "{field}");
+        }
+        let mut unsigned = signed(good).rsplit_once('.').unwrap().0.to_string();
+        unsigned.push_str(".AAAA");
+        assert!(table.principal(&unsigned).is_none(), "a forged signature");
     }
 
     #[test]
