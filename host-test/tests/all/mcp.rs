@@ -699,3 +699,31 @@ async fn a_cancelled_call_stops_and_a_write_already_sent_is_audited_as_unknown()
         .unwrap();
     assert_eq!(next.is_error, Some(false));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_trap_inside_the_component_is_an_internal_error_and_the_server_goes_on() {
+    let f = fixture(record_stub(Duration::ZERO));
+    f.host.swap_version("t1", probe(&runtime())).unwrap();
+    let principal = Principal {
+        tenant_id: "t1".into(),
+        user_id: "u1".into(),
+        granted_scopes: vec![],
+        instance_url: None,
+    };
+    let (server_end, client_end) = tokio::io::duplex(1 << 20);
+    let server = McpServer::for_principal(f.host.clone(), principal);
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_end).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let client = ().serve(client_end).await.unwrap();
+    let trapped = client.call_tool(call("trap", json!({}))).await.unwrap_err();
+    let rmcp::ServiceError::McpError(trapped) = trapped else {
+        panic!("{trapped:?}")
+    };
+    assert_eq!(trapped.code, ErrorCode::INTERNAL_ERROR);
+    assert!(trapped.message.contains("wasm trap"), "{}", trapped.message);
+    let next = client.call_tool(call("config", json!({}))).await.unwrap();
+    assert_eq!(next.is_error, Some(false));
+}

@@ -16,13 +16,25 @@ use wasi::io::streams::StreamError;
 struct Probe;
 
 impl Guest for Probe {
+    /// Every attempt, so a host that checks tool names lets each through.
     fn list_tools() -> Vec<ToolSpec> {
-        vec![ToolSpec {
-            name: "probe".into(),
+        [
+            "probe",
+            "config",
+            "set-credential",
+            "delete",
+            "get",
+            "spin",
+            "trap",
+        ]
+        .into_iter()
+        .map(|name| ToolSpec {
+            name: name.into(),
             description: "test probe, version 2".into(),
             input_schema: "{}".into(),
             read_only: false,
-        }]
+        })
+        .collect()
     }
 
     /// `name` picks the attempt; `input` is the target URL where one is needed.
@@ -46,6 +58,7 @@ impl Guest for Probe {
             "spin" => loop {
                 std::hint::black_box(0);
             },
+            "trap" => core::arch::wasm32::unreachable(),
             other => return Err(ToolError::InvalidInput(format!("unknown probe {other}"))),
         };
         Ok(report)
