@@ -727,3 +727,37 @@ async fn a_trap_inside_the_component_is_an_internal_error_and_the_server_goes_on
     let next = client.call_tool(call("config", json!({}))).await.unwrap();
     assert_eq!(next.is_error, Some(false));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_stdio_the_2026_era_discovers_and_calls() {
+    use rmcp::model::ProtocolVersion;
+    use rmcp::{ClientLifecycleMode, ClientServiceExt};
+    let dir = temp_dir("stdio-2026");
+    let client = ()
+        .serve_with_lifecycle(
+            TokioChildProcess::new(stdio_command(&dir, &[])).unwrap(),
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        client.peer_info().unwrap().protocol_version,
+        ProtocolVersion::V_2026_07_28
+    );
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 23);
+    let read = client
+        .call_tool(call(
+            "crmb_get_record",
+            json!({"object": "Account", "record_id": "0015gA000000001ABA", "fields": ["Name"]}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(
+        read.structured_content.unwrap()["record"]["Name"],
+        "Acme Energy"
+    );
+    client.cancel().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
