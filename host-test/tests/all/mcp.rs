@@ -245,14 +245,18 @@ impl ClientHandler for Listener {
     }
 }
 
-/// The acme sandbox tenant's MCP server in process, and a client on the other end of a pipe.
-async fn in_process(host: Arc<crm_host::Host>) -> RunningService<RoleClient, Listener> {
-    let principal = Principal {
-        tenant_id: "acme".into(),
-        user_id: "demo-user".into(),
+/// A principal of `tenant` acting as `user`, with every scope the spec asks for.
+fn principal(tenant: &str, user: &str, instance_url: Option<String>) -> Principal {
+    Principal {
+        tenant_id: tenant.into(),
+        user_id: user.into(),
         granted_scopes: ALL_SCOPES.iter().map(|s| s.to_string()).collect(),
-        instance_url: Some(crm_host::sandbox::SandboxCrm::instance_url("acme")),
-    };
+        instance_url,
+    }
+}
+
+/// An MCP server for `principal` in process, serving on one end of a pipe; returns the other.
+fn serve_in_process(host: Arc<crm_host::Host>, principal: Principal) -> tokio::io::DuplexStream {
     let (server_end, client_end) = tokio::io::duplex(1 << 20);
     let server = McpServer::for_principal(host, principal);
     tokio::spawn(async move {
@@ -260,7 +264,20 @@ async fn in_process(host: Arc<crm_host::Host>) -> RunningService<RoleClient, Lis
             let _ = running.waiting().await;
         }
     });
-    Listener::default().serve(client_end).await.unwrap()
+    client_end
+}
+
+/// The acme sandbox tenant's MCP server in process, and a client on the other end of a pipe.
+async fn in_process(host: Arc<crm_host::Host>) -> RunningService<RoleClient, Listener> {
+    let acme = principal(
+        "acme",
+        "demo-user",
+        Some(crm_host::sandbox::SandboxCrm::instance_url("acme")),
+    );
+    Listener::default()
+        .serve(serve_in_process(host, acme))
+        .await
+        .unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -531,19 +548,7 @@ async fn the_stateless_2026_era_discovers_calls_and_hears_of_swaps() {
     use rmcp::{ClientLifecycleMode, ClientServiceExt};
     let (host, _) = acme_sandbox();
     let host = Arc::new(host);
-    let principal = Principal {
-        tenant_id: "acme".into(),
-        user_id: "demo-user".into(),
-        granted_scopes: ALL_SCOPES.iter().map(|s| s.to_string()).collect(),
-        instance_url: None,
-    };
-    let (server_end, client_end) = tokio::io::duplex(1 << 20);
-    let server = McpServer::for_principal(host.clone(), principal);
-    tokio::spawn(async move {
-        if let Ok(running) = server.serve(server_end).await {
-            let _ = running.waiting().await;
-        }
-    });
+    let client_end = serve_in_process(host.clone(), principal("acme", "demo-user", None));
     let client = ()
         .serve_with_lifecycle(
             client_end,
@@ -597,23 +602,7 @@ async fn over_http_the_2026_era_discovers_and_calls_with_the_token_picking_the_t
         )
         .await
         .unwrap();
-    assert_eq!(
-        client.peer_info().unwrap().protocol_version,
-        ProtocolVersion::V_2026_07_28
-    );
-    assert_eq!(client.list_all_tools().await.unwrap().len(), 23);
-    let read = client
-        .call_tool(call(
-            "crmb_get_record",
-            json!({"object": "Account", "record_id": "0017kB200000001ABA", "fields": ["Name"]}),
-        ))
-        .await
-        .unwrap();
-    assert_eq!(
-        read.structured_content.unwrap()["record"]["Name"],
-        "Globex Shipping"
-    );
-    client.cancel().await.unwrap();
+    discovered_session_reads(client, "0017kB200000001ABA", "Globex Shipping").await;
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -632,19 +621,10 @@ async fn a_cancelled_call_stops_and_a_write_already_sent_is_audited_as_unknown()
         )
     });
     let f = fixture(stub);
-    let principal = Principal {
-        tenant_id: "t1".into(),
-        user_id: "u1".into(),
-        granted_scopes: vec![],
-        instance_url: Some("https://acme.my.salesforce.com".into()),
-    };
-    let (server_end, client_end) = tokio::io::duplex(1 << 20);
-    let server = McpServer::for_principal(f.host.clone(), principal);
-    tokio::spawn(async move {
-        if let Ok(running) = server.serve(server_end).await {
-            let _ = running.waiting().await;
-        }
-    });
+    let client_end = serve_in_process(
+        f.host.clone(),
+        principal("t1", "u1", Some("https://acme.my.salesforce.com".into())),
+    );
     let client = Arc::new(().serve(client_end).await.unwrap());
     let started = std::time::Instant::now();
     let pending = {
@@ -704,19 +684,7 @@ async fn a_cancelled_call_stops_and_a_write_already_sent_is_audited_as_unknown()
 async fn a_trap_inside_the_component_is_an_internal_error_and_the_server_goes_on() {
     let f = fixture(record_stub(Duration::ZERO));
     f.host.swap_version("t1", probe(&runtime())).unwrap();
-    let principal = Principal {
-        tenant_id: "t1".into(),
-        user_id: "u1".into(),
-        granted_scopes: vec![],
-        instance_url: None,
-    };
-    let (server_end, client_end) = tokio::io::duplex(1 << 20);
-    let server = McpServer::for_principal(f.host.clone(), principal);
-    tokio::spawn(async move {
-        if let Ok(running) = server.serve(server_end).await {
-            let _ = running.waiting().await;
-        }
-    });
+    let client_end = serve_in_process(f.host.clone(), principal("t1", "u1", None));
     let client = ().serve(client_end).await.unwrap();
     let trapped = client.call_tool(call("trap", json!({}))).await.unwrap_err();
     let rmcp::ServiceError::McpError(trapped) = trapped else {
@@ -742,6 +710,17 @@ async fn over_stdio_the_2026_era_discovers_and_calls() {
         )
         .await
         .unwrap();
+    discovered_session_reads(client, "0015gA000000001ABA", "Acme Energy").await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A session opened with `server/discover` (2026-07-28) lists the tools and reads an account.
+async fn discovered_session_reads(
+    client: RunningService<RoleClient, ()>,
+    account: &str,
+    name: &str,
+) {
+    use rmcp::model::ProtocolVersion;
     assert_eq!(
         client.peer_info().unwrap().protocol_version,
         ProtocolVersion::V_2026_07_28
@@ -750,14 +729,10 @@ async fn over_stdio_the_2026_era_discovers_and_calls() {
     let read = client
         .call_tool(call(
             "crmb_get_record",
-            json!({"object": "Account", "record_id": "0015gA000000001ABA", "fields": ["Name"]}),
+            json!({"object": "Account", "record_id": account, "fields": ["Name"]}),
         ))
         .await
         .unwrap();
-    assert_eq!(
-        read.structured_content.unwrap()["record"]["Name"],
-        "Acme Energy"
-    );
+    assert_eq!(read.structured_content.unwrap()["record"]["Name"], name);
     client.cancel().await.unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
 }
