@@ -22,6 +22,10 @@ use wasmtime_wasi_config::WasiConfigVariables;
 /// The configuration variable that carries the broker URL into the component.
 const PROXY_BASE_VAR: &str = "CRM_PROXY_BASE";
 
+/// The variable the CLI reads the broker credential from; never passed on as a setting, whoever
+/// builds the tenant's settings.
+const CREDENTIAL_VAR: &str = "CRM_PROXY_CREDENTIAL";
+
 /// What the host knows about one tenant.
 #[derive(Debug, Clone)]
 pub struct TenantSpec {
@@ -143,7 +147,7 @@ impl Host {
         let mut settings: Vec<(String, String)> = spec
             .settings
             .into_iter()
-            .filter(|(k, _)| k.starts_with("CRM_") && k != PROXY_BASE_VAR)
+            .filter(|(k, _)| k.starts_with("CRM_") && k != PROXY_BASE_VAR && k != CREDENTIAL_VAR)
             .collect();
         settings.push((PROXY_BASE_VAR.into(), spec.proxy_base.to_string()));
         let results_dir = match spec.results_dir {

@@ -154,9 +154,7 @@ async fn run(options: Options, command: Command) -> Result<ExitCode, String> {
                     max_response_bytes: 64 << 20,
                     timeout: limits.http_timeout,
                 };
-                let settings = std::env::vars()
-                    .filter(|(k, _)| k.starts_with("CRM_") && k != "CRM_PROXY_CREDENTIAL")
-                    .collect();
+                let settings = env_settings();
                 let spec = TenantSpec {
                     tenant_id: options.tenant.clone(),
                     proxy_base: proxy_base.clone(),
@@ -181,9 +179,7 @@ async fn run(options: Options, command: Command) -> Result<ExitCode, String> {
                     .clone()
                     .unwrap_or_else(|| SandboxCrm::instance_url(&options.tenant));
                 let mut spec = SandboxCrm::tenant_spec(&options.tenant);
-                spec.settings = std::env::vars()
-                    .filter(|(k, _)| k.starts_with("CRM_") && k != "CRM_PROXY_BASE")
-                    .collect();
+                spec.settings = env_settings();
                 spec.results_dir = Some(results_dir);
                 spec.mappings = mappings;
                 (Arc::new(SandboxCrm::new()), spec, Some(instance))
@@ -248,6 +244,14 @@ fn load_component(options: &Options) -> Result<(Arc<Runtime>, Arc<PluginVersion>
         .load(&wasm)
         .map_err(|e| format!("loading {}: {e}", options.component))?;
     Ok((runtime, plugin))
+}
+
+/// The `CRM_*` settings in the environment, for every tenant this process serves. The host
+/// keeps only `CRM_*` names and drops the credential and the broker base whatever it is given.
+fn env_settings() -> Vec<(String, String)> {
+    std::env::vars()
+        .filter(|(k, _)| k.starts_with("CRM_"))
+        .collect()
 }
 
 /// Where `--audit` sends audit lines: nowhere, stderr (`-`) or a file; never stdout.
@@ -317,10 +321,7 @@ async fn serve_http(
                 }
             }
         };
-        // Non-secret CRM_* settings from the environment apply to every tenant.
-        spec.settings.extend(std::env::vars().filter(|(k, _)| {
-            k.starts_with("CRM_") && k != "CRM_PROXY_BASE" && k != "CRM_PROXY_CREDENTIAL"
-        }));
+        spec.settings.extend(env_settings());
         spec.results_dir = Some(results_root.join(&tenant.id));
         spec.mappings = MappingLocation::File(tenant_file(&options.data_dir, &tenant.id)?);
         host.add_tenant(spec, plugin.clone())

@@ -70,6 +70,17 @@ async fn a_guest_can_neither_set_nor_see_the_credential() {
         Some("cred-one")
     );
 
+    // Even a tenant whose settings were built carelessly never hands the credential on.
+    let mut spec = sf_tenant("t3", "https://broker-one.example.com", "cred-three", &[]);
+    spec.settings
+        .push(("CRM_PROXY_CREDENTIAL".into(), "cred-three".into()));
+    f.host.add_tenant(spec, probe(&runtime())).unwrap();
+    let config = probe_report(f.host.call(call("t3", "config", json!(null))).await).to_string();
+    assert!(
+        config.contains("CRM_PROXY_BASE") && !config.contains("cred-three"),
+        "{config}"
+    );
+
     let env = probe_report(f.host.call(call("t1", "config", json!(null))).await).to_string();
     assert!(
         !env.contains("cred-one"),
