@@ -20,6 +20,9 @@ fn main() {
         "Cargo.lock",
         "host-test/guests/probe/src",
         "host-test/guests/probe/Cargo.toml",
+        "host-test/guests/probe/egress-policy.toml",
+        "host-test/guests/egress-probe/src",
+        "host-test/guests/egress-probe/Cargo.toml",
     ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
@@ -55,6 +58,21 @@ fn main() {
         "probe_guest",
     );
     println!("cargo:rustc-env=CRM_PROBE_WASM={}", probe.display());
+    // The egress probe: crm-plugin's own policy, with any request the tests ask it to send.
+    let egress_probe = build_component(
+        &root,
+        &target_dir,
+        &[
+            "--manifest-path",
+            "host-test/guests/egress-probe/Cargo.toml",
+        ],
+        "release",
+        "egress_probe",
+    );
+    println!(
+        "cargo:rustc-env=CRM_EGRESS_PROBE_WASM={}",
+        egress_probe.display()
+    );
 }
 
 /// The component's target.

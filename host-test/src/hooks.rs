@@ -1,12 +1,16 @@
 //! The `wasi:http` hooks: the only road from a component to the network.
 //!
-//! For each call the host builds [`BrokerHooks`] for the calling tenant alone. They admit a
-//! request only if it goes to that tenant's broker and is not a DELETE, add the tenant's
-//! `X-Proxy-Credential` (which the guest may neither set nor see), clamp the time it may take,
-//! record it in the audit trail, and hand it to the backend.
+//! For each call the host builds [`BrokerHooks`] for the calling tenant and tool alone. They
+//! admit a request only if it goes to that tenant's broker and the component's egress policy
+//! admits it for that tool (which never includes DELETE, in any spelling), answer `401`
+//! themselves when that CRM is disconnected, add the tenant's `X-Proxy-Credential` (which the
+//! guest may neither set nor see), clamp the time it may take, record it in the audit trail,
+//! and hand it to the backend.
 
 use crate::audit::{AuditEvent, AuditLog, millis};
 use crate::backend::Backend;
+use crate::connections::Connections;
+use crate::egress::{Admitted, Integration, Policy, Refusal, Roots};
 use http::{HeaderName, HeaderValue};
 use http_body_util::{BodyExt, Full, Limited};
 use std::fmt;
@@ -90,42 +94,79 @@ impl BrokerOrigin {
 /// Why the host refused to send a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Denial {
-    /// The product never deletes; the component cannot express DELETE, and this catches any
-    /// component that tries anyway.
-    Delete,
     /// Anything other than the tenant's own broker.
     OtherOrigin(String),
+    /// Not admitted by the component's egress policy (DELETE in any spelling among them).
+    Egress(Refusal),
 }
 
 impl fmt::Display for Denial {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Denial::Delete => f.write_str("denied: DELETE is never sent"),
             Denial::OtherOrigin(a) => write!(f, "denied: {a} is not this tenant's broker"),
+            Denial::Egress(refusal) => write!(f, "denied: {refusal}"),
         }
     }
 }
 
-/// Decides whether a request may leave: pure, so it is tested on its own.
-pub fn admit(method: &http::Method, uri: &http::Uri, origin: &BrokerOrigin) -> Result<(), Denial> {
-    if method == http::Method::DELETE {
-        return Err(Denial::Delete);
+/// Decides whether a request may leave: pure, so it is tested on its own. The tenant's broker
+/// origin first, then the component's egress policy for the calling tool.
+pub fn admit(
+    request: &EgressRequest<'_>,
+    origin: &BrokerOrigin,
+    scope: &EgressScope,
+) -> Result<Admitted, Denial> {
+    if request.method.as_str().eq_ignore_ascii_case("DELETE") {
+        return Err(Denial::Egress(Refusal::Delete));
     }
-    if !origin.matches(uri) {
-        let authority = uri.authority().map(|a| a.as_str()).unwrap_or("(none)");
+    if !origin.matches(request.uri) {
+        let authority = request
+            .uri
+            .authority()
+            .map(|a| a.as_str())
+            .unwrap_or("(none)");
         return Err(Denial::OtherOrigin(format!(
             "{}://{authority}",
-            uri.scheme_str().unwrap_or("?")
+            request.uri.scheme_str().unwrap_or("?")
         )));
     }
-    Ok(())
+    scope
+        .policy
+        .admit(
+            &scope.tool,
+            &scope.roots,
+            request.method,
+            request.uri,
+            request.headers,
+        )
+        .map_err(Denial::Egress)
+}
+
+/// The parts of a request the decision reads.
+pub struct EgressRequest<'a> {
+    pub method: &'a http::Method,
+    pub uri: &'a http::Uri,
+    pub headers: &'a http::HeaderMap,
+}
+
+/// What a call may reach: its component's policy, the calling tool, and the tenant's
+/// integration roots.
+#[derive(Clone)]
+pub struct EgressScope {
+    pub policy: Arc<Policy>,
+    /// The tool being called; empty while listing tools (which sends nothing).
+    pub tool: Arc<str>,
+    pub roots: Arc<Roots>,
 }
 
 /// The per-call hooks for one tenant.
 pub struct BrokerHooks {
     pub tenant: Arc<str>,
     pub origin: BrokerOrigin,
-    pub credential: Credential,
+    /// The policy, tool and roots requests are checked against.
+    pub scope: EgressScope,
+    /// The tenant's connections: the credential for each CRM, while it is connected.
+    pub connections: Arc<Connections>,
     pub backend: Arc<dyn Backend>,
     pub audit: AuditLog,
     /// Ceiling on any one request, whatever the guest asks for.
@@ -170,10 +211,18 @@ impl WasiHttpHooks for BrokerHooks {
             > + Send,
     > {
         let started = Instant::now();
-        let admitted = admit(request.method(), request.uri(), &self.origin);
+        let admitted = admit(
+            &EgressRequest {
+                method: request.method(),
+                uri: request.uri(),
+                headers: request.headers(),
+            },
+            &self.origin,
+            &self.scope,
+        );
         let timeout = self.timeout(options);
         let tenant = self.tenant.clone();
-        let credential = self.credential.clone();
+        let connections = self.connections.clone();
         let backend = self.backend.clone();
         let writes_sent = self.writes_sent.clone();
         let audit = self.audit.clone();
@@ -192,10 +241,21 @@ impl WasiHttpHooks for BrokerHooks {
                     duration_ms: millis(started.elapsed()),
                 })
             };
-            if let Err(denial) = admitted {
-                log(None, denial.to_string(), None);
-                return Err(HttpError::HttpRequestDenied);
-            }
+            let Admitted {
+                integration,
+                body_allowed,
+            } = match admitted {
+                Ok(admitted) => admitted,
+                Err(denial) => {
+                    log(None, denial.to_string(), None);
+                    return Err(HttpError::HttpRequestDenied);
+                }
+            };
+            let Some(credential) = connections.credential(integration) else {
+                let refusal = Denial::Egress(Refusal::Disconnected(integration));
+                log(Some(401), refusal.to_string(), None);
+                return Ok(disconnected(integration));
+            };
             let exchange = async {
                 let (mut parts, body) = request.into_parts();
                 let body = Limited::new(body, max_request_bytes)
@@ -203,6 +263,9 @@ impl WasiHttpHooks for BrokerHooks {
                     .await
                     .map_err(|_| HttpError::HttpRequestBodySize(None))?
                     .to_bytes();
+                if !body_allowed && !body.is_empty() {
+                    return Err(HttpError::HttpRequestDenied);
+                }
                 parts.headers.remove(&CREDENTIAL_HEADER);
                 parts
                     .headers
@@ -242,6 +305,40 @@ impl WasiHttpHooks for BrokerHooks {
     }
 }
 
+/// The answer for a CRM an operator disconnected, as the broker gives once credentials are
+/// removed (a 401 in each CRM's own error shape), so the component says `not-connected`.
+/// Nothing was sent.
+fn disconnected(
+    integration: Integration,
+) -> (
+    http::Response<WasiBody>,
+    Box<dyn Future<Output = Result<(), HttpError>> + Send>,
+) {
+    let body = match integration {
+        Integration::CrmA => serde_json::json!({
+            "status": "error",
+            "category": "INVALID_AUTHENTICATION",
+            "message": "HubSpot was disconnected for this workspace; nothing was sent. \
+                        Reconnect HubSpot in the workspace's integration settings.",
+        }),
+        Integration::CrmB => serde_json::json!([{
+            "errorCode": "INVALID_SESSION_ID",
+            "message": "Salesforce was disconnected for this workspace; nothing was sent. \
+                        Reconnect Salesforce in the workspace's integration settings.",
+        }]),
+    };
+    let body: WasiBody = Full::new(bytes::Bytes::from(body.to_string()))
+        .map_err(|never| match never {})
+        .boxed_unsync();
+    let mut response = http::Response::new(body);
+    *response.status_mut() = http::StatusCode::UNAUTHORIZED;
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    (response, Box::new(async { Ok(()) }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,48 +347,70 @@ mod tests {
         BrokerOrigin::from_url(&Url::parse("https://broker.example.com").unwrap()).unwrap()
     }
 
-    fn uri(text: &str) -> http::Uri {
-        text.parse().unwrap()
+    fn scope() -> EgressScope {
+        let policy = Policy::parse(
+            "version = 1\nheaders = []\n[[endpoint]]\ncrm = \"crm-b\"\nmethod = \"GET\"\n\
+             path = \"/x\"\ntools = [\"t\"]",
+        )
+        .unwrap();
+        EgressScope {
+            policy: Arc::new(policy),
+            tool: "t".into(),
+            roots: Arc::new(Roots::new(
+                &Url::parse("https://broker.example.com").unwrap(),
+                [],
+            )),
+        }
+    }
+
+    fn check(method: http::Method, uri: &str) -> Result<Admitted, Denial> {
+        let uri: http::Uri = uri.parse().unwrap();
+        let headers = http::HeaderMap::new();
+        let request = EgressRequest {
+            method: &method,
+            uri: &uri,
+            headers: &headers,
+        };
+        admit(&request, &origin(), &scope())
     }
 
     #[test]
     fn only_the_tenants_broker_is_admitted() {
-        let get = http::Method::GET;
+        let get = || http::Method::GET;
+        assert!(check(get(), "https://broker.example.com/sdk/proxy/salesforce/x").is_ok());
         assert!(
-            admit(
-                &get,
-                &uri("https://broker.example.com/sdk/proxy/x"),
-                &origin()
+            check(
+                get(),
+                "https://BROKER.example.com:443/sdk/proxy/salesforce/x"
             )
             .is_ok()
         );
-        assert!(admit(&get, &uri("https://BROKER.example.com:443/sdk"), &origin()).is_ok());
         for other in [
-            "https://evil.example.com/sdk",
-            "http://broker.example.com/sdk",
-            "https://broker.example.com:8443/sdk",
-            "https://broker.example.com.evil.com/sdk",
-            "https://user@broker.example.com/sdk",
+            "https://evil.example.com/sdk/proxy/salesforce/x",
+            "http://broker.example.com/sdk/proxy/salesforce/x",
+            "https://broker.example.com:8443/sdk/proxy/salesforce/x",
+            "https://broker.example.com.evil.com/sdk/proxy/salesforce/x",
+            "https://user@broker.example.com/sdk/proxy/salesforce/x",
         ] {
             assert!(
-                matches!(
-                    admit(&get, &uri(other), &origin()),
-                    Err(Denial::OtherOrigin(_))
-                ),
+                matches!(check(get(), other), Err(Denial::OtherOrigin(_))),
                 "{other}"
             );
         }
+        assert!(matches!(
+            check(get(), "https://broker.example.com/sdk/proxy/salesforce/y"),
+            Err(Denial::Egress(Refusal::NotInPolicy { .. }))
+        ));
     }
 
     #[test]
     fn delete_is_refused_even_to_the_broker() {
         assert_eq!(
-            admit(
-                &http::Method::DELETE,
-                &uri("https://broker.example.com/sdk"),
-                &origin()
+            check(
+                http::Method::DELETE,
+                "https://broker.example.com/sdk/proxy/salesforce/x"
             ),
-            Err(Denial::Delete)
+            Err(Denial::Egress(Refusal::Delete))
         );
     }
 

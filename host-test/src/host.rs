@@ -8,7 +8,9 @@
 use crate::audit::{AuditEvent, AuditLog, millis};
 use crate::backend::Backend;
 use crate::bindings::{CallContext, ToolError, ToolMetadata, ToolSpec};
-use crate::hooks::{BrokerHooks, BrokerOrigin, Credential};
+use crate::connections::Connections;
+use crate::egress::{Integration, Roots};
+use crate::hooks::{BrokerHooks, BrokerOrigin, Credential, EgressScope};
 use crate::mappings::{MappingDb, MappingLocation};
 use crate::runtime::{PluginVersion, Runtime, TenantResources};
 use std::collections::HashMap;
@@ -51,7 +53,10 @@ const RESULTS_LABEL: &str = "/results";
 struct TenantEntry {
     tenant_id: Arc<str>,
     origin: BrokerOrigin,
-    credential: Credential,
+    /// Where each CRM's integration sits on the broker, for the egress policy.
+    roots: Arc<Roots>,
+    /// The credential per CRM, while connected; shared across swaps.
+    connections: Arc<Connections>,
     config: Arc<WasiConfigVariables>,
     results_dir: Option<PathBuf>,
     mappings: Arc<MappingDb>,
@@ -149,6 +154,10 @@ impl Host {
             .into_iter()
             .filter(|(k, _)| k.starts_with("CRM_") && k != PROXY_BASE_VAR && k != CREDENTIAL_VAR)
             .collect();
+        let roots = Roots::new(
+            &spec.proxy_base,
+            settings.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+        );
         settings.push((PROXY_BASE_VAR.into(), spec.proxy_base.to_string()));
         let results_dir = match spec.results_dir {
             Some(dir) => {
@@ -169,10 +178,19 @@ impl Host {
         let mappings = MappingDb::open(&spec.tenant_id, &spec.mappings).map_err(|e| {
             CallError::BadTenant(spec.tenant_id.clone(), format!("mapping store: {e}"))
         })?;
+        let disconnected: Vec<Integration> = mappings
+            .disconnected()
+            .map_err(|e| {
+                CallError::BadTenant(spec.tenant_id.clone(), format!("mapping store: {e}"))
+            })?
+            .iter()
+            .filter_map(|crm| Integration::from_name(crm))
+            .collect();
         let entry = TenantEntry {
             tenant_id: spec.tenant_id.as_str().into(),
             origin,
-            credential: spec.credential,
+            roots: Arc::new(roots),
+            connections: Arc::new(Connections::new(spec.credential, &disconnected)),
             config: Arc::new(settings.into_iter().collect()),
             results_dir,
             mappings: Arc::new(mappings),
@@ -209,7 +227,8 @@ impl Host {
         let entry = TenantEntry {
             tenant_id: old.tenant_id.clone(),
             origin: old.origin.clone(),
-            credential: old.credential.clone(),
+            roots: old.roots.clone(),
+            connections: old.connections.clone(),
             config: old.config.clone(),
             results_dir: old.results_dir.clone(),
             mappings: old.mappings.clone(),
@@ -224,6 +243,47 @@ impl Host {
     /// Every later swap's tenant id, for telling clients that a tenant's tools changed.
     pub fn swaps(&self) -> tokio::sync::broadcast::Receiver<Arc<str>> {
         self.swaps.subscribe()
+    }
+
+    /// Disconnects one CRM for a tenant, as when the integration is uninstalled: its credential
+    /// is dropped at once, new calls to it get `not-connected` with nothing sent, calls already
+    /// running send nothing more to it, and a running sync writes nothing. Mappings are kept.
+    /// The disconnect is kept in the tenant's store, so it holds after a restart.
+    pub fn disconnect(&self, tenant_id: &str, integration: Integration) -> Result<(), CallError> {
+        let entry = self.tenant(tenant_id)?;
+        entry.connections.disconnect(integration);
+        entry
+            .mappings
+            .set_disconnected(&integration.to_string(), true)
+            .map_err(|e| CallError::BadTenant(tenant_id.into(), format!("mapping store: {e}")))
+    }
+
+    /// Connects one CRM again for a tenant, with the broker credential to use.
+    pub fn reconnect(
+        &self,
+        tenant_id: &str,
+        integration: Integration,
+        credential: Credential,
+    ) -> Result<(), CallError> {
+        let entry = self.tenant(tenant_id)?;
+        entry
+            .mappings
+            .set_disconnected(&integration.to_string(), false)
+            .map_err(|e| CallError::BadTenant(tenant_id.into(), format!("mapping store: {e}")))?;
+        entry.connections.connect(integration, credential);
+        Ok(())
+    }
+
+    /// Whether the tenant's `integration` is connected.
+    pub fn is_connected(
+        &self,
+        tenant_id: &str,
+        integration: Integration,
+    ) -> Result<bool, CallError> {
+        Ok(self
+            .tenant(tenant_id)?
+            .connections
+            .is_connected(integration))
     }
 
     /// The tenant's results directory, where its large query results are (for serving them
@@ -249,6 +309,7 @@ impl Host {
     fn store(
         &self,
         entry: &TenantEntry,
+        tool: &str,
         user_id: &str,
         writes: Arc<AtomicBool>,
     ) -> Result<wasmtime::Store<crate::runtime::CallState>, CallError> {
@@ -258,11 +319,17 @@ impl Host {
             config: entry.config.clone(),
             results_dir: entry.results_dir.clone(),
             mappings: entry.mappings.clone(),
+            connections: entry.connections.clone(),
         };
         let hooks = BrokerHooks {
             tenant: entry.tenant_id.clone(),
             origin: entry.origin.clone(),
-            credential: entry.credential.clone(),
+            scope: EgressScope {
+                policy: entry.plugin.policy.clone(),
+                tool: tool.into(),
+                roots: entry.roots.clone(),
+            },
+            connections: entry.connections.clone(),
             backend: self.backend.clone(),
             audit: self.audit.clone(),
             max_timeout: limits.http_timeout,
@@ -290,7 +357,8 @@ impl Host {
         if let Some(listing) = entry.plugin.tools.get() {
             return Ok(listing.clone());
         }
-        let mut store = self.store(&entry, "", Arc::default())?;
+        // Listing sends nothing: no tool is named, so the policy admits no request.
+        let mut store = self.store(&entry, "", "", Arc::default())?;
         let plugin_error = |e: wasmtime::Error| CallError::Plugin(format!("{e:#}"));
         let instance = entry
             .plugin
@@ -363,7 +431,25 @@ impl Host {
         request: &CallRequest,
         writes: Arc<AtomicBool>,
     ) -> (Result<String, CallError>, usize) {
-        let mut store = match self.store(entry, &request.user_id, writes) {
+        if let Some(integration) = entry
+            .plugin
+            .policy
+            .integrations_of(&request.tool)
+            .find(|i| !entry.connections.is_connected(*i))
+        {
+            let crm = match integration {
+                Integration::CrmA => "HubSpot",
+                Integration::CrmB => "Salesforce",
+            };
+            return (
+                Err(CallError::Tool(ToolError::NotConnected(format!(
+                    "{crm} is disconnected for this workspace; nothing was sent. Reconnect {crm} \
+                     in the workspace's integration settings."
+                )))),
+                0,
+            );
+        }
+        let mut store = match self.store(entry, &request.tool, &request.user_id, writes) {
             Ok(store) => store,
             Err(err) => return (Err(err), 0),
         };

@@ -11,6 +11,8 @@
 pub mod audit;
 pub mod backend;
 pub mod bindings;
+pub mod connections;
+pub mod egress;
 pub mod files;
 pub mod hooks;
 pub mod host;
@@ -30,3 +32,6 @@ pub const COMPONENT_PATH: &str = env!("CRM_PLUGIN_WASM");
 
 /// The hostile probe component used by the end-to-end tests.
 pub const PROBE_PATH: &str = env!("CRM_PROBE_WASM");
+
+/// A component carrying crm-plugin's egress policy that sends whatever a test asks for.
+pub const EGRESS_PROBE_PATH: &str = env!("CRM_EGRESS_PROBE_WASM");

@@ -4,7 +4,8 @@
 use clap::{Args, Parser, Subcommand};
 use crm_host::backend::NetworkBackend;
 use crm_host::hooks::Credential;
-use crm_host::mappings::{MappingLocation, tenant_file};
+use crm_host::mappings::{MappingDb, MappingLocation, tenant_file};
+use crm_host::mcp::admin::{Admin, CredentialSource};
 use crm_host::mcp::http::{self as mcp_http, Gate, MCP_PATH};
 use crm_host::mcp::tenants::TenantsFile;
 use crm_host::mcp::{McpServer, Principal};
@@ -49,6 +50,15 @@ enum Command {
     /// Serve the tools to an MCP client over stdio (one tenant and user per process). Stdout
     /// carries only protocol messages; logs and `--audit -` go to stderr.
     Mcp,
+    /// Disconnect or reconnect one CRM for the tenant (operators only; kept in the tenant's
+    /// store, so every later start, and every server started after, honours it).
+    Connection {
+        #[arg(value_enum)]
+        action: ConnectionAction,
+        /// crm-a (HubSpot) or crm-b (Salesforce).
+        #[arg(long, value_parser = ["crm-a", "crm-b"])]
+        crm: String,
+    },
     /// Serve MCP over Streamable HTTP at /mcp for every tenant of a tenants file; each request's
     /// bearer token picks its tenant and user.
     Serve {
@@ -62,6 +72,13 @@ enum Command {
         #[arg(long)]
         allow_origin: Vec<String>,
     },
+}
+
+/// What `crm-host connection` does.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ConnectionAction {
+    Disconnect,
+    Connect,
 }
 
 /// Who the calls act for and where they go; the same for every command.
@@ -133,6 +150,14 @@ async fn run(options: Options, command: Command) -> Result<ExitCode, String> {
     } = &command
     {
         return serve_http(&options, *listen, tenants, allow_origin.clone()).await;
+    }
+    if let Command::Connection { action, crm } = &command {
+        let file = MappingLocation::File(tenant_file(&options.data_dir, &options.tenant)?);
+        let store = MappingDb::open(&options.tenant, &file)?;
+        let disconnect = matches!(action, ConnectionAction::Disconnect);
+        store.set_disconnected(crm, disconnect)?;
+        print_json(&json!({"tenant": options.tenant, "crm": crm, "connected": !disconnect}));
+        return Ok(ExitCode::SUCCESS);
     }
     let audit = audit_log(&options)?;
     let (runtime, plugin) = load_component(&options)?;
@@ -229,7 +254,9 @@ async fn run(options: Options, command: Command) -> Result<ExitCode, String> {
         Command::Call { tool, input } => Ok(report(host.call(request(&tool, &input)).await)),
         Command::Demo if sandbox => demo(&host, &request).await,
         Command::Demo => Err("the demo runs against the sandbox only; drop --proxy-base".into()),
-        Command::Mcp | Command::Serve { .. } => unreachable!("served above"),
+        Command::Mcp | Command::Serve { .. } | Command::Connection { .. } => {
+            unreachable!("handled above")
+        }
     }
 }
 
@@ -294,7 +321,13 @@ async fn serve_http(
         .results_dir
         .clone()
         .unwrap_or_else(|| std::env::temp_dir().join("crm-host-results"));
+    let mut credentials = std::collections::HashMap::new();
     for tenant in &file.tenants {
+        let source = match &tenant.credential_env {
+            Some(var) if tenant.proxy_base.is_some() => CredentialSource::Env(var.clone()),
+            _ => CredentialSource::Fixed(SandboxCrm::tenant_spec(&tenant.id).credential),
+        };
+        credentials.insert(tenant.id.clone(), source);
         let mut spec = match &tenant.proxy_base {
             None if SandboxCrm::tenants().any(|t| t == tenant.id) => {
                 SandboxCrm::tenant_spec(&tenant.id)
@@ -348,7 +381,11 @@ async fn serve_http(
         allowed_origins,
         base_url: format!("http://{local}"),
     };
-    mcp_http::serve(host, gate, listener)
+    let admin = file.admin.as_ref().map(|a| Admin {
+        token_sha256: a.sha256.clone(),
+        credentials,
+    });
+    mcp_http::serve_with_admin(host, gate, admin, listener)
         .await
         .map_err(|e| format!("serving: {e}"))?;
     Ok(ExitCode::SUCCESS)

@@ -107,6 +107,12 @@ impl MappingDb {
                  object_type   TEXT    NOT NULL,
                  record_id     TEXT    NOT NULL,
                  created_at_ms INTEGER NOT NULL
+             );
+             CREATE TABLE IF NOT EXISTS disconnected (
+                 tenant          TEXT    NOT NULL,
+                 crm             TEXT    NOT NULL CHECK (crm IN ('crm-a', 'crm-b')),
+                 disconnected_at_ms INTEGER NOT NULL,
+                 PRIMARY KEY (tenant, crm)
              );",
         )
         .map_err(text)?;
@@ -241,6 +247,39 @@ impl MappingDb {
             )
             .map(drop)
             .map_err(text)
+    }
+
+    /// The CRMs an operator disconnected for this tenant (`crm-a`, `crm-b`), so a disconnect
+    /// outlives the process that made it.
+    pub fn disconnected(&self) -> Result<Vec<String>, String> {
+        let conn = self.conn();
+        let mut statement = conn
+            .prepare_cached("SELECT crm FROM disconnected WHERE tenant = ?1 ORDER BY crm")
+            .map_err(text)?;
+        let rows = statement
+            .query_map(params![&*self.tenant], |row| row.get::<_, String>(0))
+            .map_err(text)?;
+        rows.collect::<Result<_, _>>().map_err(text)
+    }
+
+    /// Records that `crm` is disconnected (or connected again) for this tenant.
+    pub fn set_disconnected(&self, crm: &str, disconnected: bool) -> Result<(), String> {
+        if !matches!(crm, "crm-a" | "crm-b") {
+            return Err(format!("unknown CRM {crm:?}"));
+        }
+        let conn = self.conn();
+        let changed = if disconnected {
+            conn.execute(
+                "INSERT OR IGNORE INTO disconnected (tenant, crm, disconnected_at_ms) VALUES (?1, ?2, ?3)",
+                params![&*self.tenant, crm, now_ms()],
+            )
+        } else {
+            conn.execute(
+                "DELETE FROM disconnected WHERE tenant = ?1 AND crm = ?2",
+                params![&*self.tenant, crm],
+            )
+        };
+        changed.map(drop).map_err(text)
     }
 
     /// Every created-record id kept for this tenant, oldest first.

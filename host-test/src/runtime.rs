@@ -6,6 +6,8 @@
 
 use crate::bindings::PluginPre;
 use crate::bindings::crm::plugin::{mapping_store, result_files};
+use crate::connections::Connections;
+use crate::egress::{Integration, Policy};
 use crate::files::ResultsDir;
 use crate::hooks::BrokerHooks;
 use crate::mappings::{MappingDb, StoredMapping};
@@ -74,6 +76,10 @@ pub struct CallState {
     /// The serving tenant's mapping store, and the user the call acts for.
     mappings: Arc<MappingDb>,
     user_id: String,
+    /// The tenant's connections, and CRM A's generation when the call began: a sync cut by a
+    /// disconnect writes nothing.
+    connections: Arc<Connections>,
+    crm_a_generation: u64,
 }
 
 impl CallState {
@@ -145,6 +151,16 @@ impl mapping_store::Host for CallState {
     }
 
     fn put_mappings(&mut self, mappings: Vec<mapping_store::Mapping>) -> Result<(), String> {
+        if !self
+            .connections
+            .unchanged_since(Integration::CrmA, self.crm_a_generation)
+        {
+            return Err(
+                "HubSpot was disconnected during the call; no mapping was written. Reconnect \
+                 HubSpot in the workspace's integration settings, then sync again."
+                    .into(),
+            );
+        }
         let rows: Vec<StoredMapping> = mappings
             .into_iter()
             .map(|m| StoredMapping {
@@ -211,6 +227,8 @@ pub struct PluginVersion {
     /// The version's tool specs and metadata, read once: `list-tools` takes no input, so
     /// they are the same for every tenant and call.
     pub(crate) tools: std::sync::OnceLock<Arc<crate::host::ToolListing>>,
+    /// The egress policy the component carries, vetted when it was loaded.
+    pub policy: Arc<Policy>,
 }
 
 /// A compiled version and the bytes it came from.
@@ -289,6 +307,9 @@ impl Runtime {
         {
             return Ok(version);
         }
+        // A component without an acceptable egress policy is never compiled, let alone run.
+        let policy =
+            Policy::from_component(wasm).map_err(|e| wasmtime::format_err!("refused: {e}"))?;
         let component = Component::new(&self.engine, wasm)?;
         let pre = PluginPre::new(self.linker.instantiate_pre(&component)?)?;
         let version = Arc::new(PluginVersion {
@@ -296,6 +317,7 @@ impl Runtime {
             size: wasm.len(),
             label: fingerprint(wasm),
             tools: std::sync::OnceLock::new(),
+            policy: Arc::new(policy),
         });
         loaded.push((wasm.into(), Arc::downgrade(&version)));
         Ok(version)
@@ -319,6 +341,8 @@ impl Runtime {
                 max_file_bytes: self.limits.max_result_file_bytes,
             }),
             mappings: tenant.mappings,
+            crm_a_generation: tenant.connections.generation(Integration::CrmA),
+            connections: tenant.connections,
             hooks,
             user_id,
             limits: PeakTracking {
@@ -343,6 +367,7 @@ pub(crate) struct TenantResources {
     pub(crate) config: Arc<WasiConfigVariables>,
     pub(crate) results_dir: Option<std::path::PathBuf>,
     pub(crate) mappings: Arc<MappingDb>,
+    pub(crate) connections: Arc<Connections>,
 }
 
 /// The interfaces the `plugin` world imports, and nothing else: `wasi:io` and `wasi:http` for

@@ -23,6 +23,15 @@ use exports::crm::plugin::tool_metadata as wit_meta;
 use exports::crm::plugin::tools as wit;
 use wasi::config::store as wit_config;
 
+/// The egress policy (`src/egress-policy.toml`): every request this build may send, by tool.
+const EGRESS_POLICY: &[u8] = include_bytes!("../egress-policy.toml");
+
+/// The same policy as a custom section, so it travels inside the component and the host can
+/// read and enforce it without running any of this code.
+#[used]
+#[unsafe(link_section = "crm-plugin:egress-policy")]
+static EGRESS_POLICY_SECTION: [u8; EGRESS_POLICY.len()] = *include_bytes!("../egress-policy.toml");
+
 struct Plugin;
 
 impl wit::Guest for Plugin {

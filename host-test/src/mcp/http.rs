@@ -5,6 +5,7 @@
 //! 401 that points to the RFC 9728 protected-resource metadata. The token itself is removed
 //! from the request, so nothing downstream (and never the broker) sees it.
 
+use super::admin::Admin;
 use super::tenants::TokenTable;
 use super::{McpServer, Principal};
 use crate::host::Host;
@@ -129,6 +130,16 @@ impl Gate {
 
 /// Serves until the listener fails. Each connection is served on its own task.
 pub async fn serve(host: Arc<Host>, gate: Gate, listener: TcpListener) -> std::io::Result<()> {
+    serve_with_admin(host, gate, None, listener).await
+}
+
+/// As [`serve`], with the operator's routes under `/admin/` when `admin` is given.
+pub async fn serve_with_admin(
+    host: Arc<Host>,
+    gate: Gate,
+    admin: Option<Admin>,
+    listener: TcpListener,
+) -> std::io::Result<()> {
     let local = listener.local_addr()?;
     let mcp = StreamableHttpService::new(
         {
@@ -139,15 +150,29 @@ pub async fn serve(host: Arc<Host>, gate: Gate, listener: TcpListener) -> std::i
         StreamableHttpServerConfig::default().with_allowed_hosts(allowed_hosts(local)),
     );
     let gate = Arc::new(gate);
+    let admin = admin.map(Arc::new);
     loop {
         let (stream, _) = listener.accept().await?;
-        let (mcp, gate) = (mcp.clone(), gate.clone());
+        let (mcp, gate, admin, host) = (mcp.clone(), gate.clone(), admin.clone(), host.clone());
         tokio::spawn(async move {
             let service = hyper::service::service_fn(move |mut request: Request<Incoming>| {
-                let (mcp, gate) = (mcp.clone(), gate.clone());
+                let (mcp, gate, admin, host) =
+                    (mcp.clone(), gate.clone(), admin.clone(), host.clone());
                 async move {
                     let response = match request.uri().path() {
                         METADATA_PATH => gate.metadata(),
+                        path if path.starts_with("/admin/") => match &admin {
+                            Some(admin) => {
+                                let (status, body) = admin.handle(&host, &request);
+                                let mut response = plain(status, &body.to_string());
+                                response.headers_mut().insert(
+                                    header::CONTENT_TYPE,
+                                    header::HeaderValue::from_static("application/json"),
+                                );
+                                response
+                            }
+                            None => plain(StatusCode::NOT_FOUND, "not found"),
+                        },
                         MCP_PATH => match gate.admit(&request) {
                             Ok(principal) => {
                                 request.headers_mut().remove(header::AUTHORIZATION);

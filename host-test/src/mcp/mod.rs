@@ -5,6 +5,7 @@
 //! the request by the bearer-token check before MCP sees it — never taken from a header, a tool
 //! argument or a session id. Everything else (tools, files, mappings) follows from it.
 
+pub mod admin;
 pub mod convert;
 pub mod files;
 pub mod http;

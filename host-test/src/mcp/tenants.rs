@@ -15,6 +15,9 @@
 //! user = "alice"
 //! # scopes = ["crm.objects.deals.read"]        # CRM A scopes granted [default: the spec's]
 //!
+//! [admin]                          # optional: the operator's routes under /admin/
+//! sha256 = "…"                     # the hex SHA-256 of the operator's own token
+//!
 //! [[jwt]]                          # or: signed tokens from an identity provider
 //! issuer = "https://auth.example.com"
 //! audience = "crm-mcp"
@@ -41,6 +44,16 @@ pub struct TenantsFile {
     pub tokens: Vec<TokenEntry>,
     #[serde(default)]
     pub jwt: Vec<JwtIssuer>,
+    /// The operator's token, for the admin routes (disconnect, connect); none without it.
+    pub admin: Option<AdminEntry>,
+}
+
+/// The operator's access to the admin routes.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AdminEntry {
+    /// Lower-case hex SHA-256 of the operator's token; it may not also be an MCP token.
+    pub sha256: String,
 }
 
 /// An identity provider whose signed tokens (JWTs) name a tenant and a user in their claims.
@@ -142,6 +155,13 @@ impl TenantsFile {
                     "a token names tenant {:?}, which is not listed",
                     token.tenant
                 ));
+            }
+            if file
+                .admin
+                .as_ref()
+                .is_some_and(|a| a.sha256.eq_ignore_ascii_case(&token.sha256))
+            {
+                return Err("the operator's token may not also be an MCP token".into());
             }
             let hex =
                 token.sha256.len() == 64 && token.sha256.bytes().all(|b| b.is_ascii_hexdigit());

@@ -318,3 +318,36 @@ pub(crate) fn acme_sandbox() -> (Host, impl Fn(&str, Value) -> CallRequest) {
 pub(crate) fn ok(out: Result<String, CallError>) -> Value {
     serde_json::from_str(&out.unwrap_or_else(|e| panic!("{e}"))).unwrap()
 }
+
+/// A component with nothing but a custom section carrying `policy`: enough for the host to
+/// read it (and, when it is acceptable, to go on to linking).
+pub(crate) fn component_with_policy(policy: Option<&str>) -> Vec<u8> {
+    let mut wasm = b"\0asm\x0d\0\x01\0".to_vec();
+    if let Some(text) = policy {
+        wasm.extend(policy_section(text));
+    }
+    wasm
+}
+
+/// A custom section holding an egress policy, to append to a component's bytes.
+pub(crate) fn policy_section(text: &str) -> Vec<u8> {
+    let name = crm_host::egress::SECTION.as_bytes();
+    let mut payload = vec![name.len() as u8];
+    payload.extend_from_slice(name);
+    payload.extend_from_slice(text.as_bytes());
+    let mut section = vec![0];
+    let mut len = payload.len();
+    loop {
+        let byte = (len & 0x7f) as u8;
+        len >>= 7;
+        section.push(if len == 0 { byte } else { byte | 0x80 });
+        if len == 0 {
+            break;
+        }
+    }
+    section.extend(payload);
+    section
+}
+
+/// The smallest acceptable policy: nothing may be sent.
+pub(crate) const EMPTY_POLICY: &str = "version = 1\nheaders = []\nendpoint = []";

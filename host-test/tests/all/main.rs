@@ -4,6 +4,7 @@
 
 mod crma;
 mod crmb;
+mod egress;
 mod fixtures;
 mod mcp;
 mod security;

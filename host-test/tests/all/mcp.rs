@@ -318,7 +318,8 @@ async fn a_swap_during_a_session_loses_no_call_and_tells_the_client() {
 /// Both sandbox tenants behind one Streamable HTTP server, each with its own token and
 /// results directory; returns the endpoint URL.
 async fn http_server(dir: &std::path::Path) -> String {
-    use crm_host::mcp::http::{Gate, serve};
+    use crm_host::mcp::admin::{Admin, CredentialSource};
+    use crm_host::mcp::http::{Gate, serve_with_admin};
     use crm_host::mcp::tenants::TenantsFile;
     let host = Arc::new(host_with(
         Arc::new(crm_host::sandbox::SandboxCrm::new()),
@@ -354,7 +355,17 @@ async fn http_server(dir: &std::path::Path) -> String {
         allowed_origins: vec!["https://assistant.example".into()],
         base_url: base.clone(),
     };
-    tokio::spawn(serve(host, gate, listener));
+    let admin = Admin {
+        token_sha256: hash("operator-token"),
+        credentials: ["acme", "globex"]
+            .into_iter()
+            .map(|t| {
+                let credential = crm_host::sandbox::SandboxCrm::tenant_spec(t).credential;
+                (t.to_string(), CredentialSource::Fixed(credential))
+            })
+            .collect(),
+    };
+    tokio::spawn(serve_with_admin(host, gate, Some(admin), listener));
     format!("{base}/mcp")
 }
 
@@ -497,6 +508,65 @@ async fn over_http_no_token_a_wrong_token_or_a_foreign_origin_is_refused() {
     let metadata = url.replace("/mcp", "/.well-known/oauth-protected-resource");
     let (status, _) = send(::http::Request::get(&metadata).body(String::new()).unwrap()).await;
     assert_eq!(status, 200);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_http_an_operator_disconnects_a_crm_and_the_model_cannot() {
+    let dir = temp_dir("http-admin");
+    let url = http_server(&dir).await;
+    let route = |action: &str| {
+        url.replace(
+            "/mcp",
+            &format!("/admin/tenants/acme/connections/crm-b/{action}"),
+        )
+    };
+    let post = |path: String, token: &str| {
+        send(
+            ::http::Request::post(path)
+                .header("authorization", format!("Bearer {token}"))
+                .body(String::new())
+                .unwrap(),
+        )
+    };
+    let read = || {
+        call(
+            "crmb_get_record",
+            json!({"object": "Account", "record_id": "0015gA000000001ABA", "fields": ["Name"]}),
+        )
+    };
+    // A model's token is no operator's: the admin routes refuse it.
+    assert_eq!(post(route("disconnect"), "acme-token").await.0, 401);
+    let client = http_client(&url, "acme-token").await;
+    let tools = client.list_all_tools().await.unwrap();
+    assert!(tools.iter().all(|t| !t.name.contains("connect")));
+    assert_eq!(post(route("disconnect"), "operator-token").await.0, 200);
+    let refused = client.call_tool(read()).await.unwrap();
+    assert_eq!(refused.is_error, Some(true));
+    assert_eq!(
+        refused.structured_content.unwrap()["error"]["kind"],
+        "not-connected"
+    );
+    // HubSpot for the same tenant, and the other tenant, go on.
+    let hubspot = client
+        .call_tool(call("crma_get_account_details", json!({})))
+        .await
+        .unwrap();
+    assert_eq!(hubspot.is_error, Some(false), "{hubspot:?}");
+    let globex = http_client(&url, "globex-token").await;
+    let theirs = globex
+        .call_tool(call(
+            "crmb_get_record",
+            json!({"object": "Account", "record_id": "0017kB200000001ABA", "fields": ["Name"]}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(theirs.is_error, Some(false), "{theirs:?}");
+    assert_eq!(post(route("connect"), "operator-token").await.0, 200);
+    let back = client.call_tool(read()).await.unwrap();
+    assert_eq!(back.is_error, Some(false), "{back:?}");
+    client.cancel().await.unwrap();
+    globex.cancel().await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
 }
 

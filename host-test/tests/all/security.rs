@@ -491,6 +491,8 @@ fn component_importing(interface: &str, func: &str) -> Vec<u8> {
         wasm.extend([id, section.len() as u8]);
         wasm.extend(section);
     }
+    // With an acceptable egress policy, so what refuses it is the import.
+    wasm.extend(policy_section(EMPTY_POLICY));
     wasm
 }
 

@@ -192,3 +192,120 @@ async fn an_archived_owner_keeps_its_user() {
     let fields: Value = serde_json::from_str(&owner.fields).unwrap();
     assert_eq!(fields["user_id"], "7103573", "{fields}");
 }
+
+/// Picks the request during which the disconnect lands.
+type Cut = fn(&Recorded) -> bool;
+
+/// The directory's stub, which disconnects HubSpot for `t1` when it answers the first request
+/// `cut` picks out, as an operator might while a sync is running.
+fn disconnecting(
+    directory: &Directory,
+    host: Arc<std::sync::OnceLock<Arc<crm_host::Host>>>,
+    cut: Cut,
+) -> StubBackend {
+    let inner = directory.stub();
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    StubBackend::with_handler(move |r: &Recorded| {
+        if cut(r) && !done.swap(true, std::sync::atomic::Ordering::SeqCst) {
+            let host = host.get().expect("the host is set before the sync");
+            host.disconnect("t1", crm_host::egress::Integration::CrmA)
+                .unwrap();
+        }
+        inner.reply_to(r)
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sync_cut_by_a_disconnect_writes_nothing_and_reconnecting_restores_it() {
+    let scopes = ["settings.users.read", "crm.objects.owners.read"];
+    // Cut while the pages are being read (the next page is answered by the host itself), and
+    // cut after the last page, just before the mappings would be written.
+    // The second is refused by the mapping store, which the component reports as
+    // `unavailable` (nothing changed locally) with the store's word to reconnect.
+    let cuts: [(Cut, &str); 2] = [
+        (
+            |r| r.uri.query().unwrap_or_default() == "limit=500&archived=false&after=2",
+            "not-connected",
+        ),
+        (
+            |r| r.uri.query().unwrap_or_default() == "limit=500&archived=true",
+            "unavailable",
+        ),
+    ];
+    for (cut, expected) in cuts {
+        let directory = Directory::new();
+        let cell = Arc::new(std::sync::OnceLock::new());
+        let stub = disconnecting(&directory, cell.clone(), cut);
+        let host = Arc::new(host_with(
+            Arc::new(stub.clone()),
+            &[("t1", MappingLocation::Memory)],
+        ));
+        cell.set(host.clone()).ok().unwrap();
+        let err = run(&host, "crma_sync_users", json!({}), &scopes)
+            .await
+            .unwrap_err();
+        let (kind, message) = tool_error(Err(err));
+        assert_eq!(kind, expected, "{message}");
+        assert!(message.contains("Reconnect HubSpot"), "{message}");
+        let db = host.mappings("t1").unwrap();
+        assert!(db.list("user").unwrap().is_empty() && db.list("owner").unwrap().is_empty());
+        let sent = stub.requests().len();
+        // A new sync is refused up front; after reconnecting it runs to the end.
+        let (kind, _) = tool_error(
+            run(&host, "crma_sync_users", json!({}), &scopes)
+                .await
+                .map(|v| v.to_string()),
+        );
+        assert_eq!(kind, "not-connected");
+        assert_eq!(
+            stub.requests().len(),
+            sent,
+            "nothing sent while disconnected"
+        );
+        host.reconnect(
+            "t1",
+            crm_host::egress::Integration::CrmA,
+            crm_host::hooks::Credential::new(CREDENTIAL),
+        )
+        .unwrap();
+        let out = run(&host, "crma_sync_users", json!({}), &scopes)
+            .await
+            .unwrap();
+        assert_eq!(counts(&out), (10, 0, 0, 0), "{out}");
+    }
+}
+
+#[tokio::test]
+async fn a_disconnect_outlives_the_host_and_keeps_the_mappings() {
+    let dir = temp_dir("disconnect");
+    let file = MappingLocation::File(dir.join("t1").join("mappings.sqlite"));
+    let directory = Directory::new();
+    let scopes = ["settings.users.read", "crm.objects.owners.read"];
+    {
+        let host = host_with(Arc::new(directory.stub()), &[("t1", file.clone())]);
+        run(&host, "crma_sync_users", json!({}), &scopes)
+            .await
+            .unwrap();
+        host.disconnect("t1", crm_host::egress::Integration::CrmA)
+            .unwrap();
+    }
+    let stub = directory.stub();
+    let restarted = host_with(Arc::new(stub.clone()), &[("t1", file.clone())]);
+    let (kind, _) = tool_error(
+        run(&restarted, "crma_list_owners", json!({}), &scopes)
+            .await
+            .map(|v| v.to_string()),
+    );
+    assert_eq!(kind, "not-connected");
+    assert!(stub.requests().is_empty());
+    assert_eq!(
+        restarted
+            .mappings("t1")
+            .unwrap()
+            .list("owner")
+            .unwrap()
+            .len(),
+        5
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}

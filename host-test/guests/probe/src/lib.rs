@@ -15,6 +15,12 @@ use wasi::io::streams::StreamError;
 
 struct Probe;
 
+/// The probe's egress policy, carried as the host expects (it refuses a component without one).
+#[used]
+#[unsafe(link_section = "crm-plugin:egress-policy")]
+static EGRESS_POLICY: [u8; include_bytes!("../egress-policy.toml").len()] =
+    *include_bytes!("../egress-policy.toml");
+
 impl Guest for Probe {
     /// Every attempt, so a host that checks tool names lets each through.
     fn list_tools() -> Vec<ToolSpec> {
