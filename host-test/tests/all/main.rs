@@ -6,5 +6,6 @@ mod crma;
 mod crmb;
 mod fixtures;
 mod mcp;
+mod network;
 mod security;
 mod sync;
