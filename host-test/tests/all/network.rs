@@ -387,3 +387,76 @@ async fn tenants_of_one_broker_share_the_pool_but_never_a_credential() {
     }
     assert!(server.connections_accepted() <= 2);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http2_is_used_where_the_broker_offers_it() {
+    let (server, cert) = https_server(Arc::new(record_stub(Duration::ZERO))).await;
+    for (http2, version) in [
+        (true, http::Version::HTTP_2),
+        (false, http::Version::HTTP_11),
+    ] {
+        let mut options = options_trusting(&cert);
+        options.http2 = http2;
+        let response = network(options)
+            .send(get(&format!("{}/sdk/x/001", server.url()), "cred"))
+            .await
+            .unwrap();
+        assert_eq!(response.version(), version, "http2={http2}");
+    }
+}
+
+/// Kills the `crm-host sandbox` child when the test ends, however it ends.
+struct Child(std::process::Child);
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn crm_host_reaches_crm_host_sandbox_over_https() {
+    use std::io::BufRead;
+    let bin = env!("CARGO_BIN_EXE_crm-host");
+    let dir = temp_dir("cli-sandbox");
+    std::fs::create_dir_all(&dir).unwrap();
+    let cert_path = dir.join("sandbox.pem");
+    let mut sandbox = Child(
+        std::process::Command::new(bin)
+            .args(["sandbox", "--listen", "127.0.0.1:0", "--cert-out"])
+            .arg(&cert_path)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    std::io::BufReader::new(sandbox.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let started: Value = serde_json::from_str(&line).unwrap();
+    let url = started["listening"].as_str().unwrap();
+    assert!(url.starts_with("https://127.0.0.1:"), "{line}");
+    assert_eq!(started["cert"].as_str(), cert_path.to_str());
+
+    let out = std::process::Command::new(bin)
+        .args(["--proxy-base", url, "--ca-cert"])
+        .arg(&cert_path)
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .args([
+            "call",
+            "crmb_get_record",
+            &json!({"object": "Account", "record_id": ACME_ACCOUNT, "fields": ["Name"]})
+                .to_string(),
+        ])
+        .env(
+            "CRM_PROXY_CREDENTIAL",
+            started["credentials"]["acme"].as_str().unwrap(),
+        )
+        .output()
+        .unwrap();
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(out.status.success(), "{answer}");
+    assert_eq!(answer["record"]["Name"], "Acme Energy", "{answer}");
+}
