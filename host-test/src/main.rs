@@ -2,7 +2,9 @@
 //! the built-in sandbox CRM; `--proxy-base` sends real HTTPS to a broker instead.
 
 use clap::{Args, Parser, Subcommand};
-use crm_host::backend::NetworkBackend;
+use crm_host::backend::serve::Server;
+use crm_host::backend::tls::{SelfSigned, read_certificates};
+use crm_host::backend::{NetworkBackend, NetworkOptions};
 use crm_host::hooks::Credential;
 use crm_host::mappings::{MappingDb, MappingLocation, tenant_file};
 use crm_host::mcp::admin::{Admin, CredentialSource};
@@ -72,6 +74,18 @@ enum Command {
         #[arg(long)]
         allow_origin: Vec<String>,
     },
+    /// Serve the sandbox CRM as a real HTTPS broker on loopback, with a self-signed certificate
+    /// made at start-up. Prints one JSON line: the URL, the certificate's path and each
+    /// tenant's credential; then use `--proxy-base URL --ca-cert FILE` with
+    /// CRM_PROXY_CREDENTIAL set to a tenant's credential.
+    Sandbox {
+        /// Address to listen on (port 0 picks a free port).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: std::net::SocketAddr,
+        /// Where to write the certificate (PEM) [default: <temp dir>/crm-host-sandbox-<port>.pem].
+        #[arg(long)]
+        cert_out: Option<std::path::PathBuf>,
+    },
 }
 
 /// What `crm-host connection` does.
@@ -101,6 +115,10 @@ struct Options {
     /// component as configuration.
     #[arg(long, global = true)]
     proxy_base: Option<Url>,
+    /// Trust this PEM certificate for the broker besides the public roots, e.g. the one
+    /// `crm-host sandbox` writes.
+    #[arg(long, global = true)]
+    ca_cert: Option<std::path::PathBuf>,
     /// Component to load [default: the one this build made].
     #[arg(long, global = true, default_value = crm_host::COMPONENT_PATH)]
     component: String,
@@ -159,6 +177,9 @@ async fn run(options: Options, command: Command) -> Result<ExitCode, String> {
         print_json(&json!({"tenant": options.tenant, "crm": crm, "connected": !disconnect}));
         return Ok(ExitCode::SUCCESS);
     }
+    if let Command::Sandbox { listen, cert_out } = &command {
+        return serve_sandbox(*listen, cert_out.clone()).await;
+    }
     let audit = audit_log(&options)?;
     let (runtime, plugin) = load_component(&options)?;
 
@@ -174,11 +195,7 @@ async fn run(options: Options, command: Command) -> Result<ExitCode, String> {
                 let credential = std::env::var("CRM_PROXY_CREDENTIAL").map_err(|_| {
                     "real-broker mode needs CRM_PROXY_CREDENTIAL in the environment".to_string()
                 })?;
-                let limits = runtime.limits();
-                let backend = NetworkBackend {
-                    max_response_bytes: 64 << 20,
-                    timeout: limits.http_timeout,
-                };
+                let backend = network_backend(&options, &runtime)?;
                 let settings = env_settings();
                 let spec = TenantSpec {
                     tenant_id: options.tenant.clone(),
@@ -254,7 +271,10 @@ async fn run(options: Options, command: Command) -> Result<ExitCode, String> {
         Command::Call { tool, input } => Ok(report(host.call(request(&tool, &input)).await)),
         Command::Demo if sandbox => demo(&host, &request).await,
         Command::Demo => Err("the demo runs against the sandbox only; drop --proxy-base".into()),
-        Command::Mcp | Command::Serve { .. } | Command::Connection { .. } => {
+        Command::Mcp
+        | Command::Serve { .. }
+        | Command::Connection { .. }
+        | Command::Sandbox { .. } => {
             unreachable!("handled above")
         }
     }
@@ -310,10 +330,7 @@ async fn serve_http(
         .count();
     let backend: Arc<dyn Backend> = match on_broker {
         0 => Arc::new(SandboxCrm::new()),
-        n if n == file.tenants.len() => Arc::new(NetworkBackend {
-            max_response_bytes: 64 << 20,
-            timeout: runtime.limits().http_timeout,
-        }),
+        n if n == file.tenants.len() => Arc::new(network_backend(options, &runtime)?),
         _ => return Err("serve either sandbox tenants or broker tenants, not both".into()),
     };
     let host = Arc::new(Host::new(runtime, backend, audit_log(options)?));
@@ -388,6 +405,46 @@ async fn serve_http(
     mcp_http::serve_with_admin(host, gate, admin, listener)
         .await
         .map_err(|e| format!("serving: {e}"))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The real broker's backend: one pooled client, trusting `--ca-cert` besides the public roots.
+fn network_backend(options: &Options, runtime: &Runtime) -> Result<NetworkBackend, String> {
+    let mut network = NetworkOptions::new(64 << 20, runtime.limits().http_timeout);
+    if let Some(path) = &options.ca_cert {
+        network.extra_roots = read_certificates(path).map_err(|e| format!("--ca-cert: {e}"))?;
+    }
+    NetworkBackend::new(network).map_err(|e| e.to_string())
+}
+
+/// `crm-host sandbox`: the sandbox CRM over HTTPS on loopback, until the process is stopped.
+async fn serve_sandbox(
+    listen: std::net::SocketAddr,
+    cert_out: Option<std::path::PathBuf>,
+) -> Result<ExitCode, String> {
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| format!("--listen {listen}: {e}"))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    let ip = local.ip().to_string();
+    let cert = SelfSigned::generate(&[ip.as_str(), "localhost"]).map_err(|e| e.to_string())?;
+    let cert_path = cert_out.unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("crm-host-sandbox-{}.pem", local.port()))
+    });
+    std::fs::write(&cert_path, &cert.cert_pem)
+        .map_err(|e| format!("writing {}: {e}", cert_path.display()))?;
+    let tls = cert.server_config().map_err(|e| e.to_string())?;
+    let server = Server::start(listener, Arc::new(SandboxCrm::new()), Some(tls))
+        .map_err(|e| e.to_string())?;
+    let credentials: serde_json::Map<String, Value> = SandboxCrm::tenants()
+        .map(|t| (t.to_string(), Value::String(SandboxCrm::credential(t))))
+        .collect();
+    // The one line on stdout: where the server is and what a client needs to reach it.
+    println!(
+        "{}",
+        json!({"listening": server.url(), "cert": cert_path, "credentials": credentials})
+    );
+    server.run().await;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -79,6 +79,12 @@ impl SandboxCrm {
         format!("https://{tenant}-sandbox.my.salesforce.com")
     }
 
+    /// The credential the sandbox expects from a tenant (public: the sandbox holds only
+    /// made-up data), for clients that reach it over the network (`crm-host sandbox`).
+    pub fn credential(tenant: &str) -> String {
+        credential_value(tenant)
+    }
+
     /// A tenant registration pointing at the sandbox, with the sandbox's credential for it.
     pub fn tenant_spec(tenant: &str) -> TenantSpec {
         TenantSpec {

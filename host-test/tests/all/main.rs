@@ -7,5 +7,6 @@ mod crmb;
 mod egress;
 mod fixtures;
 mod mcp;
+mod network;
 mod security;
 mod sync;
