@@ -1,6 +1,10 @@
 //! `crm-host`: the command-line front of the host. By default it runs the component against
 //! the built-in sandbox CRM; `--proxy-base` sends real HTTPS to a broker instead.
 
+/// The demo's tour, kept apart from the command plumbing.
+#[path = "cli/demo.rs"]
+mod demo;
+
 use clap::{Args, Parser, Subcommand};
 use crm_host::backend::serve::Server;
 use crm_host::backend::tls::{SelfSigned, read_certificates};
@@ -269,7 +273,7 @@ async fn run(options: Options, command: Command) -> Result<ExitCode, String> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Call { tool, input } => Ok(report(host.call(request(&tool, &input)).await)),
-        Command::Demo if sandbox => demo(&host, &request).await,
+        Command::Demo if sandbox => demo::demo(&host, &request).await,
         Command::Demo => Err("the demo runs against the sandbox only; drop --proxy-base".into()),
         Command::Mcp
         | Command::Serve { .. }
@@ -463,7 +467,7 @@ async fn serve_stdio(host: Arc<Host>, principal: Principal) -> Result<ExitCode, 
 }
 
 /// Prints a call's result, or `{"error": {...}}`, and picks the exit code.
-fn report(result: Result<String, CallError>) -> ExitCode {
+pub(crate) fn report(result: Result<String, CallError>) -> ExitCode {
     match result {
         Ok(output) => {
             print_json(&serde_json::from_str(&output).unwrap_or(Value::String(output)));
@@ -485,114 +489,4 @@ fn print_json(value: &Value) {
         "{}",
         serde_json::to_string_pretty(value).expect("JSON prints")
     );
-}
-
-/// A short tour: what a newcomer should see the plugin do.
-async fn demo(
-    host: &Host,
-    request: &dyn Fn(&str, &str) -> CallRequest,
-) -> Result<ExitCode, String> {
-    let tools = host.list_tools("acme").await.map_err(|e| e.to_string())?;
-    println!("# crm-plugin against the sandbox CRM (tenant acme)\n");
-    println!("## Tools this build offers");
-    for tool in &tools {
-        println!(
-            "- {}{}",
-            tool.name,
-            if tool.read_only { " (read-only)" } else { "" }
-        );
-    }
-    let steps: &[(&str, &str, &str)] = &[
-        (
-            "Open opportunities closing this month, biggest first",
-            "crmb_run_soql_query",
-            r#"{"query":"SELECT Id, Name, StageName, Amount, CloseDate, Account.Name FROM Opportunity WHERE IsClosed = false AND CloseDate = THIS_MONTH ORDER BY Amount DESC","max_records":5}"#,
-        ),
-        (
-            "What can be set on an opportunity's stage?",
-            "crmb_get_object_fields",
-            r#"{"object":"Opportunity","name_contains":"stage"}"#,
-        ),
-        (
-            "Fetch an account with chosen fields",
-            "crmb_get_record",
-            r#"{"object":"Account","record_id":"0015gA000000001ABA","fields":["Name","Industry","AnnualRevenue"]}"#,
-        ),
-        (
-            "Log a follow-up task on the biggest deal",
-            "crmb_create_record",
-            r#"{"object":"Task","fields":{"Subject":"Send the renewal quote","WhatId":"0065gA000000004ABA","Status":"Not Started"}}"#,
-        ),
-        (
-            "Move that deal forward",
-            "crmb_update_record",
-            r#"{"object":"Opportunity","record_id":"0065gA000000004ABA","fields":{"StageName":"Negotiation/Review"}}"#,
-        ),
-        (
-            "Build a link to an opportunity",
-            "crmb_generate_record_url",
-            r#"{"object":"Opportunity","record_id":"0065gA000000001ABA"}"#,
-        ),
-        (
-            "A locking query is refused before anything is sent",
-            "crmb_run_soql_query",
-            r#"{"query":"SELECT Id FROM Opportunity FOR UPDATE"}"#,
-        ),
-        (
-            "A mistyped id is refused before anything is sent",
-            "crmb_get_record",
-            r#"{"object":"Account","record_id":"0015gA000000001ABX"}"#,
-        ),
-        (
-            "A field name Salesforce does not know",
-            "crmb_run_soql_query",
-            r#"{"query":"SELECT Nmae FROM Account"}"#,
-        ),
-        (
-            "HubSpot: open deals over $40,000, biggest first",
-            "crma_search_records",
-            r#"{"object_type":"deals","filter_groups":[{"filters":[{"property":"amount","operator":"GT","value":40000},{"property":"dealstage","operator":"NOT_IN","values":["closedwon","closedlost"]}]}],"sorts":[{"property":"amount","direction":"DESCENDING"}],"properties":["dealname","amount","dealstage","closedate"],"limit":3}"#,
-        ),
-        (
-            "HubSpot: which stages can a deal be in?",
-            "crma_get_pipeline_stages",
-            r#"{"object_type":"deals","pipeline_id":"default"}"#,
-        ),
-        (
-            "HubSpot: log the call about the biggest renewal, on the deal and its contact",
-            "crma_log_activity",
-            r#"{"activity_type":"call","properties":{"hs_call_title":"Renewal check-in","hs_call_body":"Agreed to send the quote by Friday","hs_call_direction":"OUTBOUND","hs_call_status":"COMPLETED"},"associations":[{"to_object_type":"deals","to_record_id":"357300"},{"to_object_type":"contacts","to_record_id":"357200"}]}"#,
-        ),
-        (
-            "HubSpot: the deal's calls now include it",
-            "crma_get_associations",
-            r#"{"object_type":"deals","record_id":"357300","to_object_type":"calls"}"#,
-        ),
-        (
-            "HubSpot: sync users and owners into the local mappings (run the demo twice: all unchanged)",
-            "crma_sync_users",
-            "{}",
-        ),
-        (
-            "HubSpot: a link to the deal",
-            "crma_generate_record_url",
-            r#"{"object_type":"deals","record_id":"357300"}"#,
-        ),
-    ];
-    for (title, tool, input) in steps {
-        println!("\n## {title}\n$ crm-host call {tool} '{input}'");
-        report(host.call(request(tool, input)).await);
-    }
-    let read_only = "crm.objects.deals.read";
-    let tool = "crma_create_record";
-    let input = r#"{"object_type":"deals","properties":{"dealname":"Expansion"}}"#;
-    println!(
-        "\n## HubSpot: with only {read_only} granted, a create is refused before anything is sent\n\
-         $ crm-host --scopes {read_only} call {tool} '{input}'"
-    );
-    let mut limited = request(tool, input);
-    limited.granted_scopes = vec![read_only.into()];
-    report(host.call(limited).await);
-    println!("\nRun `crm-host --help` for more; `--audit -` shows the audit trail.");
-    Ok(ExitCode::SUCCESS)
 }
