@@ -6,6 +6,7 @@
 
 use crate::bindings::PluginPre;
 use crate::bindings::crm::plugin::{mapping_store, result_files};
+use crate::cache::{CacheOutcome, ComponentCache};
 use crate::files::ResultsDir;
 use crate::hooks::BrokerHooks;
 use crate::mappings::{MappingDb, StoredMapping};
@@ -280,6 +281,27 @@ impl Runtime {
     /// Compiles and pre-instantiates a component, or returns the version already loaded from
     /// the same bytes.
     pub fn load(&self, wasm: &[u8]) -> wasmtime::Result<Arc<PluginVersion>> {
+        self.load_with(wasm, |engine| {
+            Ok((Component::new(engine, wasm)?, CacheOutcome::Compiled))
+        })
+        .map(|(version, _)| version)
+    }
+
+    /// As [`Runtime::load`], taking the compiled component from `cache` when it holds it (and
+    /// storing it there when not); also says which happened.
+    pub fn load_cached(
+        &self,
+        wasm: &[u8],
+        cache: &ComponentCache,
+    ) -> wasmtime::Result<(Arc<PluginVersion>, CacheOutcome)> {
+        self.load_with(wasm, |engine| cache.component(engine, wasm))
+    }
+
+    fn load_with(
+        &self,
+        wasm: &[u8],
+        compile: impl FnOnce(&Engine) -> wasmtime::Result<(Component, CacheOutcome)>,
+    ) -> wasmtime::Result<(Arc<PluginVersion>, CacheOutcome)> {
         let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
         loaded.retain(|(_, version)| version.strong_count() > 0);
         if let Some(version) = loaded
@@ -287,9 +309,9 @@ impl Runtime {
             .find(|(bytes, _)| **bytes == *wasm)
             .and_then(|(_, v)| v.upgrade())
         {
-            return Ok(version);
+            return Ok((version, CacheOutcome::AlreadyLoaded));
         }
-        let component = Component::new(&self.engine, wasm)?;
+        let (component, outcome) = compile(&self.engine)?;
         let pre = PluginPre::new(self.linker.instantiate_pre(&component)?)?;
         let version = Arc::new(PluginVersion {
             pre,
@@ -298,7 +320,7 @@ impl Runtime {
             tools: std::sync::OnceLock::new(),
         });
         loaded.push((wasm.into(), Arc::downgrade(&version)));
-        Ok(version)
+        Ok((version, outcome))
     }
 
     /// A fresh store for one call, limited in memory and time.

@@ -7,4 +7,5 @@ mod crmb;
 mod fixtures;
 mod mcp;
 mod security;
+mod startup;
 mod sync;
