@@ -219,3 +219,29 @@ fn the_cli_audit_file_holds_every_line_after_the_process_exits() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_on_a_reused_slot_starts_from_pristine_memory() {
+    // Memory stays mapped between calls on a slot (only dirtied pages are reset): nothing one
+    // call leaves in its data segment or zeroed memory reaches the next.
+    let f = fixture_on(crate::fixtures::runtime(), record_stub(Duration::ZERO), &[]);
+    f.host
+        .swap_version("t1", crate::fixtures::probe(f.host.runtime()))
+        .unwrap();
+    let leftovers = || crate::fixtures::call("t1", "leftovers", serde_json::json!(null));
+    for _ in 0..5 {
+        let report = crate::fixtures::probe_report(f.host.call(leftovers()).await);
+        assert_eq!(report, serde_json::json!({"data": 7, "zeros_dirty": false}));
+    }
+    let concurrent: Vec<_> = (0..8)
+        .map(|_| {
+            let host = f.host.clone();
+            let request = leftovers();
+            tokio::spawn(async move { host.call(request).await })
+        })
+        .collect();
+    for call in concurrent {
+        let report = crate::fixtures::probe_report(call.await.unwrap());
+        assert_eq!(report, serde_json::json!({"data": 7, "zeros_dirty": false}));
+    }
+}
