@@ -65,17 +65,14 @@ fn load_figures(wasm: &[u8], dir: &Path) {
 /// Children's user+system CPU time so far, from `/proc/self/stat` (clock ticks of 10 ms).
 fn children_cpu() -> Duration {
     let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    // Fields after the command name (which ends with ')'): cutime and cstime are 14th and 15th.
-    let fields: Vec<u64> = stat
+    // After the command name (which ends with ')') come fields 3 onwards; cutime and cstime
+    // are fields 16 and 17.
+    let fields: Vec<&str> = stat
         .rsplit_once(')')
-        .map(|(_, rest)| {
-            rest.split_whitespace()
-                .filter_map(|f| f.parse().ok())
-                .collect()
-        })
+        .map(|(_, rest)| rest.split_whitespace().collect())
         .unwrap_or_default();
-    let ticks = fields.get(13).copied().unwrap_or(0) + fields.get(14).copied().unwrap_or(0);
-    Duration::from_millis(ticks * 10)
+    let field = |n: usize| -> u64 { fields.get(n - 3).and_then(|f| f.parse().ok()).unwrap_or(0) };
+    Duration::from_millis((field(16) + field(17)) * 10)
 }
 
 /// Wall and CPU time of one `crm-host tools` run.
