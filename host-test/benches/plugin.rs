@@ -13,6 +13,9 @@ mod network;
 
 const CALLS: usize = 2000;
 
+#[path = "startup.rs"]
+mod startup;
+
 fn main() {
     let wasm = std::fs::read(crm_host::COMPONENT_PATH).expect("the component is built");
     println!(
@@ -33,6 +36,7 @@ fn main() {
         "compile + pre-instantiate: median {:?} (min {:?}, max {:?}, 5 runs)",
         compile[2], compile[0], compile[4]
     );
+    startup::figures(&wasm);
 
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

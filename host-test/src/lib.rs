@@ -11,6 +11,7 @@
 pub mod audit;
 pub mod backend;
 pub mod bindings;
+pub mod cache;
 pub mod connections;
 pub mod egress;
 pub mod files;

@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use crm_host::backend::serve::Server;
 use crm_host::backend::tls::{SelfSigned, read_certificates};
 use crm_host::backend::{NetworkBackend, NetworkOptions};
+use crm_host::cache::ComponentCache;
 use crm_host::hooks::Credential;
 use crm_host::mappings::{MappingDb, MappingLocation, tenant_file};
 use crm_host::mcp::admin::{Admin, CredentialSource};
@@ -136,6 +137,13 @@ struct Options {
     /// Where each tenant's mapping store (SQLite) is kept, as <dir>/<tenant>/mappings.sqlite.
     #[arg(long, global = true, default_value = "crm-host-data")]
     data_dir: std::path::PathBuf,
+    /// Where compiled components are kept, so later starts skip compiling
+    /// [default: $XDG_CACHE_HOME/crm-host, else ~/.cache/crm-host].
+    #[arg(long, global = true)]
+    cache_dir: Option<std::path::PathBuf>,
+    /// Compile the component afresh, neither reading nor writing the cache.
+    #[arg(long, global = true)]
+    no_cache: bool,
 }
 
 /// The CRM A scopes the spec lists as required, granted by default in the sandbox.
@@ -291,9 +299,16 @@ fn load_component(options: &Options) -> Result<(Arc<Runtime>, Arc<PluginVersion>
     );
     let wasm = std::fs::read(&options.component)
         .map_err(|e| format!("reading {}: {e}", options.component))?;
-    let plugin = runtime
-        .load(&wasm)
-        .map_err(|e| format!("loading {}: {e}", options.component))?;
+    let cache = match (&options.cache_dir, options.no_cache) {
+        (_, true) => None,
+        (Some(dir), false) => Some(ComponentCache::new(dir)),
+        (None, false) => ComponentCache::default_dir().map(ComponentCache::new),
+    };
+    let plugin = match &cache {
+        Some(cache) => runtime.load_cached(&wasm, cache).map(|(plugin, _)| plugin),
+        None => runtime.load(&wasm),
+    }
+    .map_err(|e| format!("loading {}: {e}", options.component))?;
     Ok((runtime, plugin))
 }
 

@@ -6,6 +6,7 @@
 
 use crate::bindings::PluginPre;
 use crate::bindings::crm::plugin::{mapping_store, result_files};
+use crate::cache::{CacheOutcome, ComponentCache};
 use crate::connections::Connections;
 use crate::egress::{Integration, Policy};
 use crate::files::ResultsDir;
@@ -16,8 +17,8 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
 use wasmtime::{
-    Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store,
-    StoreLimits, StoreLimitsBuilder,
+    Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter,
+    Store, StoreLimits, StoreLimitsBuilder,
 };
 use wasmtime_wasi::cli::{WasiCli, WasiCliView};
 use wasmtime_wasi::clocks::{WasiClocks, WasiClocksView};
@@ -30,6 +31,13 @@ use wasmtime_wasi_io::IoView;
 
 /// How often the epoch advances; deadlines are counted in these ticks.
 const EPOCH_TICK: Duration = Duration::from_millis(10);
+
+/// Linear memory a pooling slot keeps mapped between calls (dirtied pages only): enough for a
+/// typical call's stack, data and heap, so a call on a warm slot takes no page faults.
+const MEMORY_KEPT_RESIDENT: usize = 2 << 20;
+
+/// The same for tables.
+const TABLE_KEPT_RESIDENT: usize = 64 << 10;
 
 /// Bounds the host puts on every call, whatever the component or tenant asks for.
 #[derive(Debug, Clone, Copy)]
@@ -255,6 +263,17 @@ impl Runtime {
             .total_tables(slots * 4)
             .total_stacks(slots)
             .max_memory_size(limits.memory_bytes);
+        // Between calls, reset only the pages a call dirtied (found with Linux's PAGEMAP_SCAN)
+        // and keep the first pages of a slot mapped, instead of unmapping the whole memory and
+        // taking a page fault on every page the next call touches again; the next call still
+        // starts from the component's pristine memory. Without PAGEMAP_SCAN, keeping memory
+        // resident means clearing all of it by hand on every call, so the defaults stay.
+        if PoolingAllocationConfig::is_pagemap_scan_available() {
+            pooling
+                .pagemap_scan(Enabled::Yes)
+                .linear_memory_keep_resident(MEMORY_KEPT_RESIDENT)
+                .table_keep_resident(TABLE_KEPT_RESIDENT);
+        }
         let mut config = Config::new();
         config
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pooling))
@@ -298,6 +317,27 @@ impl Runtime {
     /// Compiles and pre-instantiates a component, or returns the version already loaded from
     /// the same bytes.
     pub fn load(&self, wasm: &[u8]) -> wasmtime::Result<Arc<PluginVersion>> {
+        self.load_with(wasm, |engine| {
+            Ok((Component::new(engine, wasm)?, CacheOutcome::Compiled))
+        })
+        .map(|(version, _)| version)
+    }
+
+    /// As [`Runtime::load`], taking the compiled component from `cache` when it holds it (and
+    /// storing it there when not); also says which happened.
+    pub fn load_cached(
+        &self,
+        wasm: &[u8],
+        cache: &ComponentCache,
+    ) -> wasmtime::Result<(Arc<PluginVersion>, CacheOutcome)> {
+        self.load_with(wasm, |engine| cache.component(engine, wasm))
+    }
+
+    fn load_with(
+        &self,
+        wasm: &[u8],
+        compile: impl FnOnce(&Engine) -> wasmtime::Result<(Component, CacheOutcome)>,
+    ) -> wasmtime::Result<(Arc<PluginVersion>, CacheOutcome)> {
         let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
         loaded.retain(|(_, version)| version.strong_count() > 0);
         if let Some(version) = loaded
@@ -305,12 +345,12 @@ impl Runtime {
             .find(|(bytes, _)| **bytes == *wasm)
             .and_then(|(_, v)| v.upgrade())
         {
-            return Ok(version);
+            return Ok((version, CacheOutcome::AlreadyLoaded));
         }
         // A component without an acceptable egress policy is never compiled, let alone run.
         let policy =
             Policy::from_component(wasm).map_err(|e| wasmtime::format_err!("refused: {e}"))?;
-        let component = Component::new(&self.engine, wasm)?;
+        let (component, outcome) = compile(&self.engine)?;
         let pre = PluginPre::new(self.linker.instantiate_pre(&component)?)?;
         let version = Arc::new(PluginVersion {
             pre,
@@ -320,7 +360,7 @@ impl Runtime {
             policy: Arc::new(policy),
         });
         loaded.push((wasm.into(), Arc::downgrade(&version)));
-        Ok(version)
+        Ok((version, outcome))
     }
 
     /// A fresh store for one call, limited in memory and time.

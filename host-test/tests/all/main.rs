@@ -9,4 +9,5 @@ mod fixtures;
 mod mcp;
 mod network;
 mod security;
+mod startup;
 mod sync;

@@ -15,7 +15,8 @@ use std::time::Duration;
 /// `crm-host mcp` on the sandbox, with its own data and results directories.
 fn stdio_command(dir: &std::path::Path, settings: &[(&str, &str)]) -> tokio::process::Command {
     tokio::process::Command::new(env!("CARGO_BIN_EXE_crm-host")).configure(|c| {
-        c.arg("mcp")
+        c.env("XDG_CACHE_HOME", dir.join("cache"))
+            .arg("mcp")
             .arg("--data-dir")
             .arg(dir.join("data"))
             .arg("--results-dir")

@@ -424,6 +424,7 @@ fn crm_host_reaches_crm_host_sandbox_over_https() {
     let cert_path = dir.join("sandbox.pem");
     let mut sandbox = Child(
         std::process::Command::new(bin)
+            .env("XDG_CACHE_HOME", dir.join("cache"))
             .args(["sandbox", "--listen", "127.0.0.1:0", "--cert-out"])
             .arg(&cert_path)
             .stdout(std::process::Stdio::piped())
@@ -440,6 +441,7 @@ fn crm_host_reaches_crm_host_sandbox_over_https() {
     assert_eq!(started["cert"].as_str(), cert_path.to_str());
 
     let out = std::process::Command::new(bin)
+        .env("XDG_CACHE_HOME", dir.join("cache"))
         .args(["--proxy-base", url, "--ca-cert"])
         .arg(&cert_path)
         .arg("--data-dir")

@@ -11,6 +11,7 @@ wit_bindgen::generate!({
 use exports::crm::plugin::tools::{CallContext, Guest, ToolError, ToolSpec};
 use wasi::http::outgoing_handler;
 use wasi::http::types::{Fields, Method, OutgoingBody, OutgoingRequest, Scheme};
+use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use wasi::io::streams::StreamError;
 
 struct Probe;
@@ -32,6 +33,7 @@ impl Guest for Probe {
             "get",
             "spin",
             "trap",
+            "leftovers",
         ]
         .into_iter()
         .map(|name| ToolSpec {
@@ -65,10 +67,25 @@ impl Guest for Probe {
                 std::hint::black_box(0);
             },
             "trap" => core::arch::wasm32::unreachable(),
+            "leftovers" => leftovers(),
             other => return Err(ToolError::InvalidInput(format!("unknown probe {other}"))),
         };
         Ok(report)
     }
+}
+
+/// A value in the data segment (the component's memory image) that every call changes.
+static DATA: AtomicU32 = AtomicU32::new(7);
+
+/// Zero-initialised memory (outside the image) that every call fills.
+static ZEROS: [AtomicU8; 1 << 16] = [const { AtomicU8::new(0) }; 1 << 16];
+
+/// Reports what an earlier call left in memory, then leaves something behind itself: a host
+/// that gives each call a pristine instance reports `{"data":7,"zeros_dirty":false}` every time.
+fn leftovers() -> String {
+    let data = DATA.fetch_add(1, Ordering::Relaxed);
+    let zeros_dirty = ZEROS.iter().any(|b| b.swap(0xa5, Ordering::Relaxed) != 0);
+    format!("{{\"data\":{data},\"zeros_dirty\":{zeros_dirty}}}")
 }
 
 /// Sends a request and reports the status and response headers, or the error.

@@ -1,0 +1,273 @@
+//! Compiled components kept on disk, so a second start of `crm-host` loads the component in
+//! milliseconds instead of compiling it again.
+//!
+//! An entry is named by a key over the component's bytes, the wasmtime version and the
+//! engine's compilation settings, so a different component, wasmtime or configuration never
+//! finds another's entry. Loading compiled code is unsafe (wasmtime takes the bytes as machine
+//! code), so an entry carries the SHA-256 of its artifact and is deserialized only when the
+//! digest matches: only bytes this cache wrote, unchanged, are ever loaded. wasmtime checks
+//! the artifact's version and settings once more. A missing, truncated, corrupt or foreign
+//! entry is compiled afresh and replaced; a cache that cannot be read or written is a warning,
+//! never a failed load.
+
+use sha2::{Digest, Sha256};
+use std::hash::{Hash, Hasher};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+use wasmtime::Engine;
+use wasmtime::component::Component;
+
+/// The wasmtime the host is built with (`host-test/Cargo.toml` pins it exactly); part of every
+/// key, and checked against `Cargo.lock` by a test.
+pub const WASMTIME_VERSION: &str = "48.0.8";
+
+/// The first bytes of every entry; the last byte is the entry format's version.
+const MAGIC: &[u8; 16] = b"crm-host-cwasm\0\x01";
+
+/// Magic, then the artifact's SHA-256, then the artifact.
+const HEADER_LEN: usize = MAGIC.len() + 32;
+
+/// Entries kept; older ones (by last use) are removed when a new one is written.
+const KEEP_ENTRIES: usize = 8;
+
+/// A directory of compiled components.
+#[derive(Debug, Clone)]
+pub struct ComponentCache {
+    dir: PathBuf,
+}
+
+/// How a component was obtained.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CacheOutcome {
+    /// The runtime had loaded the same bytes already; the cache was not consulted.
+    AlreadyLoaded,
+    /// Loaded from a valid entry, without compiling.
+    Hit,
+    /// No entry: compiled, and stored when the directory allowed it.
+    Compiled,
+    /// An entry was there but unusable (the reason): compiled and replaced.
+    Replaced(String),
+}
+
+/// Why an entry was not used.
+#[derive(Debug, thiserror::Error)]
+enum EntryError {
+    #[error("shorter than its header")]
+    Truncated,
+    #[error("not a crm-host cache entry")]
+    NotAnEntry,
+    #[error("the artifact does not match its digest")]
+    DigestMismatch,
+    #[error("wasmtime refused it: {0}")]
+    Refused(wasmtime::Error),
+}
+
+impl ComponentCache {
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        ComponentCache { dir: dir.into() }
+    }
+
+    /// The per-user default: `$XDG_CACHE_HOME/crm-host`, else `~/.cache/crm-host`.
+    pub fn default_dir() -> Option<PathBuf> {
+        let non_empty = |var| std::env::var_os(var).filter(|v| !v.is_empty());
+        non_empty("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| non_empty("HOME").map(|home| PathBuf::from(home).join(".cache")))
+            .map(|base| base.join("crm-host"))
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Where the entry for `wasm` compiled by `engine` is (whether or not it exists).
+    pub fn entry_path(&self, engine: &Engine, wasm: &[u8]) -> PathBuf {
+        self.dir.join(format!("{}.cwasm", key(engine, wasm)))
+    }
+
+    /// The component compiled from `wasm` for `engine`: from its entry when a valid one is
+    /// there, else compiled and stored.
+    pub fn component(
+        &self,
+        engine: &Engine,
+        wasm: &[u8],
+    ) -> wasmtime::Result<(Component, CacheOutcome)> {
+        let path = self.entry_path(engine, wasm);
+        let outcome = match std::fs::read(&path) {
+            Ok(entry) => match load_entry(engine, &entry) {
+                Ok(component) => {
+                    touch(&path);
+                    return Ok((component, CacheOutcome::Hit));
+                }
+                Err(err) => {
+                    tracing::warn!(
+                        "compiled-component cache: {}: {err}; compiling afresh",
+                        path.display()
+                    );
+                    CacheOutcome::Replaced(err.to_string())
+                }
+            },
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => CacheOutcome::Compiled,
+            Err(err) => {
+                tracing::warn!(
+                    "compiled-component cache: reading {}: {err}",
+                    path.display()
+                );
+                CacheOutcome::Compiled
+            }
+        };
+        let artifact = engine.precompile_component(wasm)?;
+        // SAFETY: the artifact was produced just now by this engine, from these bytes.
+        let component = unsafe { Component::deserialize(engine, &artifact)? };
+        if let Err(err) = self.store(&path, &artifact) {
+            tracing::warn!(
+                "compiled-component cache: writing {}: {err}",
+                path.display()
+            );
+        }
+        Ok((component, outcome))
+    }
+
+    /// Writes an entry atomically (a temporary file renamed into place, so a reader sees a
+    /// whole entry or none), then trims the directory to the most recently used entries.
+    fn store(&self, path: &Path, artifact: &[u8]) -> std::io::Result<()> {
+        std::fs::create_dir_all(&self.dir)?;
+        let mut entry = Vec::with_capacity(HEADER_LEN + artifact.len());
+        entry.extend_from_slice(MAGIC);
+        entry.extend_from_slice(&Sha256::digest(artifact));
+        entry.extend_from_slice(artifact);
+        let nanos = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or_default();
+        let temp = self.dir.join(format!(
+            ".{}.{}.{nanos}.tmp",
+            std::process::id(),
+            entry.len()
+        ));
+        let written = std::fs::write(&temp, &entry).and_then(|()| std::fs::rename(&temp, path));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&temp);
+        }
+        written?;
+        self.trim();
+        Ok(())
+    }
+
+    /// Removes all but the [`KEEP_ENTRIES`] most recently used entries (best effort).
+    fn trim(&self) {
+        let Ok(dir) = std::fs::read_dir(&self.dir) else {
+            return;
+        };
+        let mut entries: Vec<(SystemTime, PathBuf)> = dir
+            .filter_map(|e| e.ok())
+            .filter(|e| e.path().extension().is_some_and(|x| x == "cwasm"))
+            .filter_map(|e| Some((e.metadata().ok()?.modified().ok()?, e.path())))
+            .collect();
+        entries.sort_by_key(|entry| std::cmp::Reverse(entry.0));
+        for (_, old) in entries.into_iter().skip(KEEP_ENTRIES) {
+            let _ = std::fs::remove_file(old);
+        }
+    }
+}
+
+/// Checks an entry's header and digest, then hands the artifact to wasmtime.
+fn load_entry(engine: &Engine, entry: &[u8]) -> Result<Component, EntryError> {
+    if entry.len() < HEADER_LEN {
+        return Err(EntryError::Truncated);
+    }
+    let (header, artifact) = entry.split_at(HEADER_LEN);
+    let (magic, digest) = header.split_at(MAGIC.len());
+    if magic != MAGIC {
+        return Err(EntryError::NotAnEntry);
+    }
+    if Sha256::digest(artifact).as_slice() != digest {
+        return Err(EntryError::DigestMismatch);
+    }
+    // SAFETY: the artifact is byte for byte what `store` wrote from `precompile_component`'s
+    // output (its SHA-256 matches); wasmtime still checks its version and settings.
+    unsafe { Component::deserialize(engine, artifact) }.map_err(EntryError::Refused)
+}
+
+/// Marks an entry as just used, so trimming keeps it (best effort).
+fn touch(path: &Path) {
+    if let Ok(file) = std::fs::File::options().write(true).open(path) {
+        let _ = file.set_modified(SystemTime::now());
+    }
+}
+
+/// Hex SHA-256 over the key's parts: the component's digest, the wasmtime version and the
+/// engine's compilation settings (as wasmtime hashes them for this purpose).
+fn key(engine: &Engine, wasm: &[u8]) -> String {
+    let mut hasher = ShaHasher(Sha256::new());
+    hasher.0.update(b"crm-host compiled component\0");
+    hasher.0.update(WASMTIME_VERSION.as_bytes());
+    hasher.0.update([0]);
+    engine.precompile_compatibility_hash().hash(&mut hasher);
+    hasher.0.update(Sha256::digest(wasm));
+    hasher
+        .0
+        .finalize()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// A [`Hasher`] feeding SHA-256, so the engine's settings hash is the same from run to run
+/// (std's hashers make no such promise).
+struct ShaHasher(Sha256);
+
+impl Hasher for ShaHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    fn finish(&self) -> u64 {
+        let digest = self.0.clone().finalize();
+        u64::from_le_bytes(digest[..8].try_into().expect("8 bytes"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_pinned_wasmtime_version_is_the_one_in_the_lock_file() {
+        let lock = include_str!("../../Cargo.lock");
+        let pinned = format!("name = \"wasmtime\"\nversion = \"{WASMTIME_VERSION}\"");
+        assert!(lock.contains(&pinned), "Cargo.lock has no {pinned:?}");
+    }
+
+    #[test]
+    fn keys_differ_by_component_and_by_engine_settings() {
+        let engine = Engine::default();
+        let mut epochs = wasmtime::Config::new();
+        epochs.epoch_interruption(true);
+        let other = Engine::new(&epochs).unwrap();
+        assert_eq!(key(&engine, b"a"), key(&engine, b"a"));
+        assert_ne!(key(&engine, b"a"), key(&engine, b"b"));
+        assert_ne!(key(&engine, b"a"), key(&other, b"a"));
+    }
+
+    #[test]
+    fn entries_that_are_short_foreign_or_altered_are_refused_before_wasmtime_sees_them() {
+        let engine = Engine::default();
+        assert!(matches!(
+            load_entry(&engine, b"crm"),
+            Err(EntryError::Truncated)
+        ));
+        let foreign = [7u8; HEADER_LEN + 10];
+        assert!(matches!(
+            load_entry(&engine, &foreign),
+            Err(EntryError::NotAnEntry)
+        ));
+        let mut altered = MAGIC.to_vec();
+        altered.extend_from_slice(&Sha256::digest(b"artifact"));
+        altered.extend_from_slice(b"artifacT");
+        assert!(matches!(
+            load_entry(&engine, &altered),
+            Err(EntryError::DigestMismatch)
+        ));
+    }
+}
