@@ -163,7 +163,11 @@ fn main() -> ExitCode {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    match runtime.block_on(run(cli.options, cli.command.unwrap_or(Command::Demo))) {
+    let outcome = runtime.block_on(run(cli.options, cli.command.unwrap_or(Command::Demo)));
+    // Drops every task (and the audit log clones they hold, which write out their lines), but
+    // does not wait on a thread still blocked reading stdin after a stop signal.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    match outcome {
         Ok(code) => code,
         Err(problem) => {
             print_json(&json!({"error": {"kind": "host-error", "message": problem}}));
@@ -240,7 +244,7 @@ async fn run(options: Options, command: Command) -> Result<ExitCode, String> {
             }
         };
     let sandbox = options.proxy_base.is_none();
-    let host = Arc::new(Host::new(runtime, backend, audit));
+    let host = Arc::new(Host::new(runtime, backend, audit.clone()));
     host.add_tenant(spec, plugin).map_err(|e| e.to_string())?;
     if let Command::Mcp = command {
         let principal = Principal {
@@ -249,7 +253,14 @@ async fn run(options: Options, command: Command) -> Result<ExitCode, String> {
             granted_scopes: options.scopes.clone(),
             instance_url,
         };
-        return serve_stdio(host, principal).await;
+        let served = tokio::select! {
+            served = serve_stdio(host, principal) => served,
+            () = stop_signal() => Ok(ExitCode::SUCCESS),
+        };
+        audit
+            .flush()
+            .map_err(|e| format!("writing the audit trail: {e}"))?;
+        return served;
     }
     let request = |tool: &str, input: &str| CallRequest {
         tenant_id: options.tenant.clone(),
@@ -352,7 +363,8 @@ async fn serve_http(
         n if n == file.tenants.len() => Arc::new(network_backend(options, &runtime)?),
         _ => return Err("serve either sandbox tenants or broker tenants, not both".into()),
     };
-    let host = Arc::new(Host::new(runtime, backend, audit_log(options)?));
+    let audit = audit_log(options)?;
+    let host = Arc::new(Host::new(runtime, backend, audit.clone()));
     let results_root = options
         .results_dir
         .clone()
@@ -421,9 +433,18 @@ async fn serve_http(
         token_sha256: a.sha256.clone(),
         credentials,
     });
-    mcp_http::serve_with_admin(host, gate, admin, listener)
-        .await
-        .map_err(|e| format!("serving: {e}"))?;
+    // Until the listener fails or the operator stops the server; either way every audit line
+    // recorded so far is written before the process exits.
+    let served = tokio::select! {
+        served = mcp_http::serve_with_admin(host, gate, admin, listener) => {
+            served.map_err(|e| format!("serving: {e}"))
+        }
+        () = stop_signal() => Ok(()),
+    };
+    let flushed = audit
+        .flush()
+        .map_err(|e| format!("writing the audit trail: {e}"));
+    served.and(flushed)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -479,6 +500,27 @@ async fn serve_stdio(host: Arc<Host>, principal: Principal) -> Result<ExitCode, 
         .await
         .map_err(|e| format!("the MCP session failed: {e}"))?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Resolves when the process is asked to stop: Ctrl-C, or SIGTERM where there is one.
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            },
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
 }
 
 /// Prints a call's result, or `{"error": {...}}`, and picks the exit code.

@@ -807,3 +807,62 @@ async fn discovered_session_reads(
     assert_eq!(read.structured_content.unwrap()["record"]["Name"], name);
     client.cancel().await.unwrap();
 }
+
+#[cfg(unix)]
+#[test]
+fn an_operators_stop_signal_ends_the_stdio_server_cleanly_with_every_audit_line_written() {
+    use std::io::{BufRead, Write};
+    let dir = temp_dir("stdio-stop");
+    std::fs::create_dir_all(&dir).unwrap();
+    let audit = dir.join("audit.jsonl");
+    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_crm-host"))
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .arg("--audit")
+        .arg(&audit)
+        .arg("mcp")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = server.stdin.take().unwrap();
+    let mut stdout = std::io::BufReader::new(server.stdout.take().unwrap());
+    let mut exchange = |message: Value, answer: bool| {
+        writeln!(stdin, "{message}").unwrap();
+        let mut line = String::new();
+        if answer {
+            stdout.read_line(&mut line).unwrap();
+        }
+        line
+    };
+    exchange(
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        true,
+    );
+    exchange(
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        false,
+    );
+    let answer = exchange(
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "crmb_generate_record_url", "arguments": {"object": "Account", "record_id": "0015gA000000001ABA"}}}),
+        true,
+    );
+    assert!(answer.contains("lightning"), "{answer}");
+    // SIGTERM while the client still holds stdin open: the server stops as asked, exits 0
+    // (not killed by the signal), and its audit trail is complete.
+    let killed = std::process::Command::new("kill")
+        .args(["-TERM", &server.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = server.wait().unwrap();
+    assert!(status.success(), "{status:?}");
+    let written = std::fs::read_to_string(&audit).unwrap();
+    assert!(
+        written.contains("\"tool\":\"crmb_generate_record_url\""),
+        "{written}"
+    );
+    drop(stdin);
+    let _ = std::fs::remove_dir_all(&dir);
+}
