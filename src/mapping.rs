@@ -90,6 +90,8 @@ pub(crate) struct MemoryStore {
     pub(crate) created: Vec<CreatedRecord>,
     /// Changes committed.
     pub(crate) puts: usize,
+    /// The most mappings one call carried either way (a page asked for, a batch staged).
+    pub(crate) largest_batch: usize,
     /// The open change: what it observed, and its staged writes.
     change: Option<MemoryChange>,
 }
@@ -139,6 +141,7 @@ impl MappingStore for MemoryStore {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<Mapping>, StoreError> {
+        self.largest_batch = self.largest_batch.max(limit);
         Ok(page_of(&self.mappings, kind, after, limit))
     }
     fn begin(&mut self) -> Result<(), StoreError> {
@@ -146,6 +149,7 @@ impl MappingStore for MemoryStore {
         Ok(())
     }
     fn observe(&mut self, mappings: &[Mapping]) -> Result<(), StoreError> {
+        self.largest_batch = self.largest_batch.max(mappings.len());
         let change = self.change()?;
         for m in mappings {
             change
@@ -160,9 +164,11 @@ impl MappingStore for MemoryStore {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<Mapping>, StoreError> {
+        self.largest_batch = self.largest_batch.max(limit);
         Ok(page_of(&self.change()?.observed, kind, after, limit))
     }
     fn write(&mut self, mappings: &[Mapping]) -> Result<(), StoreError> {
+        self.largest_batch = self.largest_batch.max(mappings.len());
         self.change()?.writes.extend_from_slice(mappings);
         Ok(())
     }
