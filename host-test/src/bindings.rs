@@ -9,6 +9,7 @@ wasmtime::component::bindgen!({
         "wasi:io": wasmtime_wasi::p2::bindings::io,
         "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
         "crm:plugin/result-files.result-file": crate::files::ResultFile,
+        "crm:plugin/mapping-store.mapping-change": crate::mappings::MappingChange,
     },
     require_store_data_send: true,
 });

@@ -4,6 +4,14 @@
 //! and every row also carries the tenant id, which every query filters on: a call can reach
 //! only the store of the tenant the host is serving. Rows are never deleted; soft deletes set
 //! `deleted` and keep the row.
+//!
+//! A sync's many mappings go through a [`MappingChange`]: staged in the connection's temporary
+//! tables a batch at a time, read back in key order, and applied in one transaction at commit.
+//! No call moves more than [`MAX_PAGE`] mappings, so neither side holds a large listing whole.
+
+mod change;
+
+pub use change::MappingChange;
 
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
@@ -16,6 +24,8 @@ const MAX_FIELDS_BYTES: usize = 64 << 10;
 const MAX_KEY_BYTES: usize = 128;
 /// Most mappings one write may carry.
 const MAX_BATCH: usize = 200_000;
+/// Most mappings one page read or one staged batch carries.
+pub const MAX_PAGE: usize = 500;
 
 /// Where a tenant's mappings live.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,6 +62,8 @@ pub struct CreatedRow {
 pub struct MappingDb {
     tenant: Arc<str>,
     conn: Mutex<Connection>,
+    /// The id the next change's staged rows carry.
+    next_change: std::sync::atomic::AtomicU64,
 }
 
 impl std::fmt::Debug for MappingDb {
@@ -116,9 +128,11 @@ impl MappingDb {
              );",
         )
         .map_err(text)?;
+        change::create_staging(&conn)?;
         Ok(MappingDb {
             tenant: tenant.into(),
             conn: Mutex::new(conn),
+            next_change: std::sync::atomic::AtomicU64::new(1),
         })
     }
 
@@ -136,14 +150,33 @@ impl MappingDb {
             )
             .map_err(text)?;
         let rows = statement
-            .query_map(params![&*self.tenant, kind], |row| {
-                Ok(StoredMapping {
-                    kind: row.get(0)?,
-                    crm_id: row.get(1)?,
-                    fields: row.get(2)?,
-                    deleted: row.get(3)?,
-                })
-            })
+            .query_map(params![&*self.tenant, kind], stored_mapping)
+            .map_err(text)?;
+        rows.collect::<Result<_, _>>().map_err(text)
+    }
+
+    /// Up to `limit` (1 to [`MAX_PAGE`]) mappings of one kind for this tenant, deleted ones
+    /// included, in key order after the key `after` (from the first when `None`).
+    pub fn list_page(
+        &self,
+        kind: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<StoredMapping>, String> {
+        check_limit(limit)?;
+        let conn = self.conn();
+        let mut statement = conn
+            .prepare_cached(
+                "SELECT kind, crm_id, fields, deleted FROM mappings
+                 WHERE tenant = ?1 AND kind = ?2 AND (?3 IS NULL OR crm_id > ?3)
+                 ORDER BY crm_id LIMIT ?4",
+            )
+            .map_err(text)?;
+        let rows = statement
+            .query_map(
+                params![&*self.tenant, kind, after, limit as i64],
+                stored_mapping,
+            )
             .map_err(text)?;
         rows.collect::<Result<_, _>>().map_err(text)
     }
@@ -155,14 +188,7 @@ impl MappingDb {
                 "SELECT kind, crm_id, fields, deleted FROM mappings
                  WHERE tenant = ?1 AND kind = ?2 AND crm_id = ?3",
                 params![&*self.tenant, kind, crm_id],
-                |row| {
-                    Ok(StoredMapping {
-                        kind: row.get(0)?,
-                        crm_id: row.get(1)?,
-                        fields: row.get(2)?,
-                        deleted: row.get(3)?,
-                    })
-                },
+                stored_mapping,
             )
             .optional()
             .map_err(text)
@@ -173,42 +199,16 @@ impl MappingDb {
         if mappings.len() > MAX_BATCH {
             return Err(format!("at most {MAX_BATCH} mappings per write"));
         }
-        for m in mappings {
-            check_key("crm id", &m.crm_id)?;
-            if m.fields.len() > MAX_FIELDS_BYTES {
-                return Err(format!(
-                    "mapping {}: fields over {MAX_FIELDS_BYTES} bytes",
-                    m.crm_id
-                ));
-            }
-            match serde_json::from_str::<serde_json::Value>(&m.fields) {
-                Ok(serde_json::Value::Object(_)) => {}
-                _ => {
-                    return Err(format!(
-                        "mapping {}: fields must be a JSON object",
-                        m.crm_id
-                    ));
-                }
-            }
-        }
+        mappings.iter().try_for_each(check_mapping)?;
         let now = now_ms();
         let mut conn = self.conn();
         let tx = conn.transaction().map_err(text)?;
         {
             let mut upsert = tx
-                .prepare_cached(
-                    "INSERT INTO mappings
-                         (tenant, kind, crm_id, fields, deleted, deleted_at_ms, created_at_ms, updated_at_ms)
-                     VALUES (?1, ?2, ?3, ?4, ?5, CASE WHEN ?5 THEN ?6 END, ?6, ?6)
-                     ON CONFLICT (tenant, kind, crm_id) DO UPDATE SET
-                         fields = excluded.fields,
-                         deleted = excluded.deleted,
-                         deleted_at_ms = CASE
-                             WHEN excluded.deleted = 0 THEN NULL
-                             WHEN mappings.deleted = 1 THEN mappings.deleted_at_ms
-                             ELSE excluded.updated_at_ms END,
-                         updated_at_ms = excluded.updated_at_ms",
-                )
+                .prepare_cached(&format!(
+                    "INSERT INTO mappings {INSERTED}
+                         VALUES (?1, ?2, ?3, ?4, ?5, CASE WHEN ?5 THEN ?6 END, ?6, ?6) {UPSERT}"
+                ))
                 .map_err(text)?;
             for m in mappings {
                 upsert
@@ -304,6 +304,61 @@ impl MappingDb {
             })
             .map_err(text)?;
         rows.collect::<Result<_, _>>().map_err(text)
+    }
+}
+
+/// The columns an insert names, in order.
+const INSERTED: &str =
+    "(tenant, kind, crm_id, fields, deleted, deleted_at_ms, created_at_ms, updated_at_ms)";
+
+/// How an insert replaces the stored mapping with its key: `deleted_at_ms` keeps the time of
+/// the first soft delete, and clears when the mapping is restored.
+const UPSERT: &str = "ON CONFLICT (tenant, kind, crm_id) DO UPDATE SET
+    fields = excluded.fields,
+    deleted = excluded.deleted,
+    deleted_at_ms = CASE
+        WHEN excluded.deleted = 0 THEN NULL
+        WHEN mappings.deleted = 1 THEN mappings.deleted_at_ms
+        ELSE excluded.updated_at_ms END,
+    updated_at_ms = excluded.updated_at_ms";
+
+/// A row of `kind, crm_id, fields, deleted`.
+fn stored_mapping(row: &rusqlite::Row<'_>) -> rusqlite::Result<StoredMapping> {
+    Ok(StoredMapping {
+        kind: row.get(0)?,
+        crm_id: row.get(1)?,
+        fields: row.get(2)?,
+        deleted: row.get(3)?,
+    })
+}
+
+/// A mapping the host accepts: a plain key and a bounded JSON object.
+fn check_mapping(m: &StoredMapping) -> Result<(), String> {
+    if !matches!(m.kind.as_str(), "user" | "owner") {
+        return Err(format!("mapping {}: unknown kind {:?}", m.crm_id, m.kind));
+    }
+    check_key("crm id", &m.crm_id)?;
+    if m.fields.len() > MAX_FIELDS_BYTES {
+        return Err(format!(
+            "mapping {}: fields over {MAX_FIELDS_BYTES} bytes",
+            m.crm_id
+        ));
+    }
+    match serde_json::from_str::<serde_json::Value>(&m.fields) {
+        Ok(serde_json::Value::Object(_)) => Ok(()),
+        _ => Err(format!(
+            "mapping {}: fields must be a JSON object",
+            m.crm_id
+        )),
+    }
+}
+
+/// A page size the host serves: 1 to [`MAX_PAGE`].
+fn check_limit(limit: usize) -> Result<(), String> {
+    if (1..=MAX_PAGE).contains(&limit) {
+        Ok(())
+    } else {
+        Err(format!("a page holds 1 to {MAX_PAGE} mappings"))
     }
 }
 

@@ -11,11 +11,11 @@ use crate::connections::Connections;
 use crate::egress::{Integration, Policy};
 use crate::files::ResultsDir;
 use crate::hooks::BrokerHooks;
-use crate::mappings::{MappingDb, StoredMapping};
+use crate::mappings::{MappingChange, MappingDb, StoredMapping};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
-use wasmtime::component::{Component, HasSelf, Linker, ResourceTable};
+use wasmtime::component::{Component, HasSelf, Linker, Resource, ResourceTable};
 use wasmtime::{
     Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter,
     Store, StoreLimits, StoreLimitsBuilder,
@@ -145,40 +145,19 @@ impl mapping_store::Host for CallState {
     fn list_mappings(
         &mut self,
         kind: mapping_store::MappingKind,
+        after: Option<String>,
+        limit: u32,
     ) -> Result<Vec<mapping_store::Mapping>, String> {
-        let rows = self.mappings.list(kind_name(kind))?;
-        Ok(rows
-            .into_iter()
-            .map(|m| mapping_store::Mapping {
-                kind,
-                crm_id: m.crm_id,
-                fields: m.fields,
-                deleted: m.deleted,
-            })
-            .collect())
+        let rows = self
+            .mappings
+            .list_page(kind_name(kind), after.as_deref(), limit as usize)?;
+        Ok(to_wit(rows))
     }
 
-    fn put_mappings(&mut self, mappings: Vec<mapping_store::Mapping>) -> Result<(), String> {
-        if !self
-            .connections
-            .unchanged_since(Integration::CrmA, self.crm_a_generation)
-        {
-            return Err(
-                "HubSpot was disconnected during the call; no mapping was written. Reconnect \
-                 HubSpot in the workspace's integration settings, then sync again."
-                    .into(),
-            );
-        }
-        let rows: Vec<StoredMapping> = mappings
-            .into_iter()
-            .map(|m| StoredMapping {
-                kind: kind_name(m.kind).into(),
-                crm_id: m.crm_id,
-                fields: m.fields,
-                deleted: m.deleted,
-            })
-            .collect();
-        self.mappings.put(&rows)
+    fn begin_change(&mut self) -> Result<Resource<MappingChange>, String> {
+        self.table
+            .push(MappingChange::begin(&self.mappings))
+            .map_err(|e| e.to_string())
     }
 
     fn record_created(
@@ -192,11 +171,100 @@ impl mapping_store::Host for CallState {
     }
 }
 
+/// A sync's change: staged in bounded batches, applied at commit in one transaction. The
+/// commit is refused when HubSpot was disconnected since the call began, so a sync cut by an
+/// operator's disconnect writes nothing.
+impl mapping_store::HostMappingChange for CallState {
+    fn observe(
+        &mut self,
+        change: Resource<MappingChange>,
+        mappings: Vec<mapping_store::Mapping>,
+    ) -> Result<(), String> {
+        let rows = from_wit(mappings);
+        self.change(&change)?.observe(&rows)
+    }
+
+    fn observed(
+        &mut self,
+        change: Resource<MappingChange>,
+        kind: mapping_store::MappingKind,
+        after: Option<String>,
+        limit: u32,
+    ) -> Result<Vec<mapping_store::Mapping>, String> {
+        let rows =
+            self.change(&change)?
+                .observed(kind_name(kind), after.as_deref(), limit as usize)?;
+        Ok(to_wit(rows))
+    }
+
+    fn write(
+        &mut self,
+        change: Resource<MappingChange>,
+        mappings: Vec<mapping_store::Mapping>,
+    ) -> Result<(), String> {
+        let rows = from_wit(mappings);
+        self.change(&change)?.write(&rows)
+    }
+
+    fn commit(&mut self, change: Resource<MappingChange>) -> Result<(), String> {
+        if !self
+            .connections
+            .unchanged_since(Integration::CrmA, self.crm_a_generation)
+        {
+            return Err(
+                "HubSpot was disconnected during the call; no mapping was written. Reconnect \
+                 HubSpot in the workspace's integration settings, then sync again."
+                    .into(),
+            );
+        }
+        self.change(&change)?.commit()
+    }
+
+    fn drop(&mut self, change: Resource<MappingChange>) -> wasmtime::Result<()> {
+        // Dropping an uncommitted change discards what it staged.
+        self.table.delete(change)?;
+        Ok(())
+    }
+}
+
+impl CallState {
+    fn change(&mut self, change: &Resource<MappingChange>) -> Result<&mut MappingChange, String> {
+        self.table.get_mut(change).map_err(|e| e.to_string())
+    }
+}
+
 fn kind_name(kind: mapping_store::MappingKind) -> &'static str {
     match kind {
         mapping_store::MappingKind::User => "user",
         mapping_store::MappingKind::Owner => "owner",
     }
+}
+
+fn from_wit(mappings: Vec<mapping_store::Mapping>) -> Vec<StoredMapping> {
+    mappings
+        .into_iter()
+        .map(|m| StoredMapping {
+            kind: kind_name(m.kind).into(),
+            crm_id: m.crm_id,
+            fields: m.fields,
+            deleted: m.deleted,
+        })
+        .collect()
+}
+
+/// Rows as the WIT's mappings; the store only ever holds the two kinds.
+fn to_wit(rows: Vec<StoredMapping>) -> Vec<mapping_store::Mapping> {
+    rows.into_iter()
+        .map(|m| mapping_store::Mapping {
+            kind: match m.kind.as_str() {
+                "user" => mapping_store::MappingKind::User,
+                _ => mapping_store::MappingKind::Owner,
+            },
+            crm_id: m.crm_id,
+            fields: m.fields,
+            deleted: m.deleted,
+        })
+        .collect()
 }
 
 impl WasiView for CallState {

@@ -62,7 +62,7 @@ impl wit::Guest for Plugin {
             max_response_bytes: limits.max_response_bytes,
             timeout: limits.http_timeout,
         };
-        let mut store = store::HostMappingStore;
+        let mut store = store::HostMappingStore::default();
         let mut files = files::HostFiles;
         let mut session =
             Session::new(&ctx, config.as_ref(), &mut transport).with_store(&mut store);

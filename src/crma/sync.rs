@@ -4,35 +4,46 @@
 //! archived or removed ones are soft-deleted (kept, marked deleted) and restored when they
 //! return.
 //!
-//! Reading and writing are apart: every listing is read completely first (a partial listing
-//! would soft-delete whoever was on the unread pages), then the changes go to the store in one
-//! all-or-nothing write.
+//! Reading and writing are apart, and memory stays flat however large the account: every
+//! listing is read completely first (a partial listing would soft-delete whoever was on the
+//! unread pages), each owner page projected to its mappings as it arrives and staged in the
+//! store's open change, then dropped. Users (bounded by the account's seats) are held, with the
+//! owner each one is linked to. The staged mappings are then compared with the stored ones in
+//! key order, a page of each at a time ([`plan`]), the writes staged in batches, and the change
+//! committed in one all-or-nothing write.
+
+mod plan;
+mod project;
 
 use super::client::{self, Call};
 use super::people::{Owner, Role, Team, User};
 use super::scopes::{Operation, check};
 use super::types::{Collection, decode};
 use crate::error::{Crm, CrmProblem, ToolError};
-use crate::mapping::{Mapping, MappingKind, StoreError};
+use crate::mapping::{MAX_BATCH, Mapping, MappingKind, StoreError};
 use crate::tool::{CrmEffect, NoInput, Session, Tool};
+use plan::{Counts, StoreListings, plan};
+use project::{Links, Names, owner_mapping, user_mapping};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
-use std::collections::{BTreeMap, HashMap};
+
+#[cfg(test)]
+use project::stored_fields;
 
 /// Most pages read per listing (500 owners or 100 users a page) before giving up unchanged.
 const MAX_PAGES: usize = 400;
 
-/// Reads every page of a v3 listing, each row as the wire type `T`.
-fn read_all<T: DeserializeOwned>(
+/// Reads every page of a v3 listing, each row as the wire type `T`, handing each page to
+/// `take` as it arrives.
+fn for_each_page<T: DeserializeOwned>(
     session: &mut Session<'_>,
     operation: Operation,
     path: Vec<&str>,
     query: Vec<(&str, String)>,
     what: &str,
-) -> Result<Vec<T>, ToolError> {
-    let mut items = Vec::new();
+    mut take: impl FnMut(&mut Session<'_>, Vec<T>) -> Result<(), ToolError>,
+) -> Result<(), ToolError> {
     let mut after: Option<String> = None;
     for _ in 0..MAX_PAGES {
         let mut page_query = query.clone();
@@ -43,7 +54,7 @@ fn read_all<T: DeserializeOwned>(
         let page: Collection<T> = decode(client::send(session, call)?, what)?;
         let next = page.next_after().map(str::to_string);
         let page_was_empty = page.results.is_empty();
-        items.extend(page.results);
+        take(session, page.results)?;
         match next {
             Some(next) if Some(&next) == after.as_ref() => {
                 return Err(CrmProblem::unexpected_answer(
@@ -54,7 +65,7 @@ fn read_all<T: DeserializeOwned>(
                 .into());
             }
             Some(next) if !page_was_empty => after = Some(next),
-            _ => return Ok(items),
+            _ => return Ok(()),
         }
     }
     Err(ToolError::Unavailable(format!(
@@ -62,218 +73,36 @@ fn read_all<T: DeserializeOwned>(
     )))
 }
 
-/// The stored fields of a mapping: the JSON object its fields struct serialises to.
-fn stored_fields(fields: impl Serialize) -> Map<String, Value> {
-    match serde_json::to_value(fields) {
-        Ok(Value::Object(map)) => map,
-        _ => unreachable!("mapping fields are structs of strings, booleans and lists"),
+/// Reads every page of a v3 listing into memory: for the listings an account's seats bound.
+fn read_all<T: DeserializeOwned>(
+    session: &mut Session<'_>,
+    operation: Operation,
+    path: Vec<&str>,
+    query: Vec<(&str, String)>,
+    what: &str,
+) -> Result<Vec<T>, ToolError> {
+    let mut items = Vec::new();
+    for_each_page(session, operation, path, query, what, |_, page| {
+        items.extend(page);
+        Ok(())
+    })?;
+    Ok(items)
+}
+
+/// A store failure: nothing was committed, so nothing changed locally.
+fn store_failed(e: StoreError) -> ToolError {
+    ToolError::Unavailable(format!(
+        "{e}; nothing was changed locally, run the sync again later"
+    ))
+}
+
+/// Stages observed mappings in the call's open change, a batch at a time.
+fn observe(session: &mut Session<'_>, mappings: &[Mapping]) -> Result<(), ToolError> {
+    let store = session.store()?;
+    for batch in mappings.chunks(MAX_BATCH) {
+        store.observe(batch).map_err(store_failed)?;
     }
-}
-
-/// What is kept locally about an owner.
-#[derive(Serialize)]
-struct OwnerFields<'a> {
-    email: Option<&'a str>,
-    first_name: Option<&'a str>,
-    last_name: Option<&'a str>,
-    user_id: Option<&'a str>,
-    teams: Vec<OwnerTeamFields<'a>>,
-}
-
-/// A team of an owner, as kept locally.
-#[derive(Serialize)]
-struct OwnerTeamFields<'a> {
-    id: &'a str,
-    name: &'a str,
-    primary: bool,
-}
-
-/// What is kept locally about a user; `team_names` only when the teams scope was granted.
-#[derive(Serialize)]
-struct UserFields<'a> {
-    email: &'a str,
-    first_name: Option<&'a str>,
-    last_name: Option<&'a str>,
-    super_admin: bool,
-    role_ids: Vec<&'a str>,
-    /// Each role's name, null for a role the roles listing did not name.
-    role_names: Vec<Option<&'a str>>,
-    primary_team_id: Option<&'a str>,
-    secondary_team_ids: Vec<&'a str>,
-    owner_id: Option<&'a str>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    team_names: Option<Vec<Option<&'a str>>>,
-}
-
-/// Everything read from HubSpot for one sync.
-#[derive(Debug)]
-struct Snapshot {
-    users: Vec<User>,
-    /// Role id → name.
-    roles: HashMap<String, String>,
-    /// Team id → name; `None` when the teams scope was not granted.
-    teams: Option<HashMap<String, String>>,
-    active_owners: Vec<Owner>,
-    archived_owners: Vec<Owner>,
-}
-
-impl Snapshot {
-    /// The mappings HubSpot's current state implies. Owners listed as archived are deleted;
-    /// a user is linked to the active owner with its `userId` (an archived one otherwise).
-    fn mappings(&self) -> Vec<Mapping> {
-        let mut owner_of_user: HashMap<&str, (&str, bool)> = HashMap::new();
-        let owners = self
-            .active_owners
-            .iter()
-            .map(|o| (o, false))
-            .chain(self.archived_owners.iter().map(|o| (o, true)));
-        let mut seen_owners = BTreeMap::new();
-        for (owner, archived) in owners {
-            if let Some(user) = owner.user() {
-                let linked = owner_of_user.entry(user).or_insert((&owner.id, archived));
-                if linked.1 && !archived {
-                    *linked = (&owner.id, archived);
-                }
-            }
-            let fields = stored_fields(OwnerFields {
-                email: owner.email.as_deref(),
-                first_name: owner.first_name.as_deref(),
-                last_name: owner.last_name.as_deref(),
-                user_id: owner.user(),
-                teams: owner
-                    .teams
-                    .iter()
-                    .flatten()
-                    .map(|t| OwnerTeamFields {
-                        id: &t.id,
-                        name: &t.name,
-                        primary: t.primary,
-                    })
-                    .collect(),
-            });
-            // Listed both ways (mid-change in HubSpot): the archived answer wins.
-            seen_owners.insert(
-                owner.id.clone(),
-                Mapping {
-                    kind: MappingKind::Owner,
-                    crm_id: owner.id.clone(),
-                    fields,
-                    deleted: archived,
-                },
-            );
-        }
-        let mut mappings: Vec<Mapping> = self
-            .users
-            .iter()
-            .map(|user| {
-                let role_ids = user.roles();
-                let secondary_team_ids: Vec<&str> = user
-                    .secondary_team_ids
-                    .iter()
-                    .flatten()
-                    .map(String::as_str)
-                    .collect();
-                let team_names = self.teams.as_ref().map(|teams| {
-                    user.primary_team_id
-                        .iter()
-                        .map(String::as_str)
-                        .chain(secondary_team_ids.iter().copied())
-                        .map(|t| teams.get(t).map(String::as_str))
-                        .collect()
-                });
-                let fields = stored_fields(UserFields {
-                    email: &user.email,
-                    first_name: user.first_name.as_deref(),
-                    last_name: user.last_name.as_deref(),
-                    super_admin: user.is_super_admin(),
-                    role_names: role_ids
-                        .iter()
-                        .map(|r| self.roles.get(*r).map(String::as_str))
-                        .collect(),
-                    role_ids,
-                    primary_team_id: user.primary_team_id.as_deref(),
-                    secondary_team_ids,
-                    owner_id: owner_of_user.get(user.id.as_str()).map(|(owner, _)| *owner),
-                    team_names,
-                });
-                Mapping {
-                    kind: MappingKind::User,
-                    crm_id: user.id.clone(),
-                    fields,
-                    deleted: false,
-                }
-            })
-            .collect();
-        mappings.extend(seen_owners.into_values());
-        mappings
-    }
-}
-
-/// What a sync changed, for one kind or in all.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, JsonSchema)]
-struct Counts {
-    /// Mappings made for users or owners seen for the first time.
-    created: u32,
-    /// Mappings whose fields changed (restored ones included).
-    updated: u32,
-    /// Mappings that stayed as they were.
-    unchanged: u32,
-    /// Mappings marked deleted (kept locally): archived owners, users gone from the account.
-    soft_deleted: u32,
-    /// Soft-deleted mappings that came back (also counted in `updated`).
-    restored: u32,
-}
-
-impl std::ops::Add for Counts {
-    type Output = Counts;
-    fn add(self, other: Counts) -> Counts {
-        Counts {
-            created: self.created + other.created,
-            updated: self.updated + other.updated,
-            unchanged: self.unchanged + other.unchanged,
-            soft_deleted: self.soft_deleted + other.soft_deleted,
-            restored: self.restored + other.restored,
-        }
-    }
-}
-
-/// Compares the stored mappings of one kind with the observed ones: the writes to make and
-/// the counts. A stored mapping no longer observed is soft-deleted, its fields kept.
-fn plan(stored: Vec<Mapping>, observed: Vec<Mapping>) -> (Vec<Mapping>, Counts) {
-    let mut stored: BTreeMap<String, Mapping> =
-        stored.into_iter().map(|m| (m.crm_id.clone(), m)).collect();
-    let mut writes = Vec::new();
-    let mut counts = Counts::default();
-    for new in observed {
-        match stored.remove(&new.crm_id) {
-            None => {
-                counts.created += 1;
-                writes.push(new);
-            }
-            Some(old) if old == new => counts.unchanged += 1,
-            Some(old) => {
-                match (old.deleted, new.deleted) {
-                    (false, true) => counts.soft_deleted += 1,
-                    (true, false) => {
-                        counts.restored += 1;
-                        counts.updated += 1;
-                    }
-                    _ => counts.updated += 1,
-                }
-                writes.push(new);
-            }
-        }
-    }
-    for (_, mut gone) in stored {
-        if gone.deleted {
-            counts.unchanged += 1;
-        } else {
-            gone.deleted = true;
-            counts.soft_deleted += 1;
-            writes.push(gone);
-        }
-    }
-    (writes, counts)
+    Ok(())
 }
 
 /// What `crma_sync_users` answers: the counts for users and owners together, then apart.
@@ -316,31 +145,23 @@ impl Tool for SyncUsers {
         if !missing.is_empty() {
             return Err(ToolError::MissingScopes(missing));
         }
-        session.store()?;
+        session.store()?.begin().map_err(store_failed)?;
         let with_teams = check(&granted, &Operation::ListTeams).is_ok();
-        let snapshot = read_snapshot(session, with_teams)?;
-        let observed = snapshot.mappings();
+        observe_account(session, with_teams)?;
 
-        let store_failed = |e: StoreError| {
-            ToolError::Unavailable(format!(
-                "{e}; nothing was changed locally, run the sync again later"
-            ))
-        };
+        // Nothing is held now but a page of each listing and a batch of writes.
         let store = session.store()?;
+        let mut wrote = false;
         let mut plan_kind = |kind: MappingKind| {
-            let stored = store.list(kind).map_err(store_failed)?;
-            let seen = observed
-                .iter()
-                .filter(|m| m.kind == kind)
-                .cloned()
-                .collect();
-            Ok::<_, ToolError>(plan(stored, seen))
+            let mut listings = StoreListings::new(&mut *store, kind);
+            let counts = plan(&mut listings)?;
+            wrote |= listings.finish()?;
+            Ok::<_, StoreError>(counts)
         };
-        let (mut writes, users) = plan_kind(MappingKind::User)?;
-        let (owner_writes, owners) = plan_kind(MappingKind::Owner)?;
-        writes.extend(owner_writes);
-        if !writes.is_empty() {
-            store.put(&writes).map_err(store_failed)?;
+        let users = plan_kind(MappingKind::User).map_err(store_failed)?;
+        let owners = plan_kind(MappingKind::Owner).map_err(store_failed)?;
+        if wrote {
+            store.commit().map_err(store_failed)?;
         }
         Ok(SyncReport {
             total: users + owners,
@@ -351,8 +172,10 @@ impl Tool for SyncUsers {
     }
 }
 
-/// Reads users, roles, teams (when scoped) and owners, active and archived, every page.
-fn read_snapshot(session: &mut Session<'_>, with_teams: bool) -> Result<Snapshot, ToolError> {
+/// Reads users, roles, teams (when scoped) and owners, active and archived, every page, and
+/// stages the mappings they project to in the store's open change. Owners listed both ways
+/// (mid-change in HubSpot) are observed archived: that listing is read last and replaces.
+fn observe_account(session: &mut Session<'_>, with_teams: bool) -> Result<(), ToolError> {
     let users = read_all::<User>(
         session,
         Operation::ListUsers,
@@ -382,33 +205,40 @@ fn read_snapshot(session: &mut Session<'_>, with_teams: bool) -> Result<Snapshot
     } else {
         None
     };
-    let owners = |archived: bool| {
-        vec![
+    let names = Names { roles, teams };
+    let mut links = Links::new(&users);
+    for (archived, what) in [(false, "owners"), (true, "archived owners")] {
+        let query = vec![
             ("limit", "500".to_string()),
             ("archived", archived.to_string()),
-        ]
-    };
-    let active_owners = read_all::<Owner>(
-        session,
-        Operation::ListOwners,
-        vec!["crm", "v3", "owners"],
-        owners(false),
-        "owners",
-    )?;
-    let archived_owners = read_all::<Owner>(
-        session,
-        Operation::ListOwners,
-        vec!["crm", "v3", "owners"],
-        owners(true),
-        "archived owners",
-    )?;
-    Ok(Snapshot {
-        users,
-        roles,
-        teams,
-        active_owners,
-        archived_owners,
-    })
+        ];
+        let path = vec!["crm", "v3", "owners"];
+        for_each_page::<Owner>(
+            session,
+            Operation::ListOwners,
+            path,
+            query,
+            what,
+            |session, owners| {
+                let mappings: Vec<Mapping> = owners
+                    .iter()
+                    .map(|owner| {
+                        links.see(owner, archived);
+                        owner_mapping(owner, archived)
+                    })
+                    .collect();
+                observe(session, &mappings)
+            },
+        )?;
+    }
+    for batch in users.chunks(MAX_BATCH) {
+        let mappings: Vec<Mapping> = batch
+            .iter()
+            .map(|user| user_mapping(user, &names, links.owner_of(&user.id)))
+            .collect();
+        observe(session, &mappings)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@ use super::*;
 use crate::client::tests::{ScriptedTransport, response};
 use crate::harness;
 use crate::http::{Response, TransportError};
-use crate::mapping::MemoryStore;
+use crate::mapping::{MappingStore, MemoryStore};
 use serde_json::{Value, json};
 
 const ALL: &[&str] = &[
@@ -296,7 +296,9 @@ fn plan_counts_each_case() {
         m("3", "c", false),
         m("5", "e", false),
     ];
-    let (writes, counts) = plan(stored, observed);
+    let mut listings = VecListings::new(stored, observed);
+    let counts = plan(&mut listings).unwrap();
+    let writes = listings.writes;
     assert_eq!(
         counts,
         Counts {
@@ -307,7 +309,131 @@ fn plan_counts_each_case() {
             restored: 1
         }
     );
+    // Decided and written in key order, a key at a time.
     let ids: Vec<&str> = writes.iter().map(|w| w.crm_id.as_str()).collect();
-    assert_eq!(ids, ["2", "3", "5", "4"]);
-    assert!(writes[3].deleted && writes[3].fields["email"] == "d");
+    assert_eq!(ids, ["2", "3", "4", "5"]);
+    assert!(writes[2].deleted && writes[2].fields["email"] == "d");
+}
+
+/// Both listings from memory, for [`plan`]; the writes kept in order.
+struct VecListings {
+    stored: std::vec::IntoIter<Mapping>,
+    observed: std::vec::IntoIter<Mapping>,
+    writes: Vec<Mapping>,
+}
+
+impl VecListings {
+    fn new(stored: Vec<Mapping>, observed: Vec<Mapping>) -> Self {
+        VecListings {
+            stored: stored.into_iter(),
+            observed: observed.into_iter(),
+            writes: Vec::new(),
+        }
+    }
+}
+
+impl plan::Listings for VecListings {
+    fn next_stored(&mut self) -> Result<Option<Mapping>, StoreError> {
+        Ok(self.stored.next())
+    }
+    fn next_observed(&mut self) -> Result<Option<Mapping>, StoreError> {
+        Ok(self.observed.next())
+    }
+    fn write(&mut self, mapping: Mapping) -> Result<(), StoreError> {
+        self.writes.push(mapping);
+        Ok(())
+    }
+}
+
+#[test]
+fn a_large_account_passes_through_the_store_in_bounded_batches() {
+    // 1,203 active owners over 3 pages, 2 of them linked to the two users.
+    let pages = || {
+        (0..3u64)
+            .map(|p| {
+                let owners: Vec<Value> = (p * 500..(p * 500 + 500).min(1_203))
+                    .map(|i| {
+                        owner(
+                            1_000 + i,
+                            if i < 2 { i + 1 } else { 5_000 + i },
+                            "o@x.com",
+                            false,
+                        )
+                    })
+                    .collect();
+                let next = (p < 2).then(|| ((p + 1) * 500).to_string());
+                page(json!(owners), next.as_deref())
+            })
+            .collect::<Vec<_>>()
+    };
+    let mut store = MemoryStore::default();
+    let (out, _) = sync(script(pages(), none()), ALL, &mut store);
+    let out = out.unwrap();
+    assert_eq!(out["owners"]["created"], 1_203, "{out}");
+    assert_eq!(out["users"]["created"], 2, "{out}");
+    assert_eq!(store.mappings.len(), 1_205);
+    assert_eq!(
+        store.mappings[&(MappingKind::User, "2".into())].fields["owner_id"],
+        "1001"
+    );
+    assert!(store.largest_batch <= crate::mapping::MAX_BATCH);
+
+    let (out, _) = sync(script(pages(), none()), ALL, &mut store);
+    assert_eq!(out.unwrap()["unchanged"], 1_205);
+    assert_eq!(store.puts, 1, "an unchanged run writes nothing");
+    assert!(store.largest_batch <= crate::mapping::MAX_BATCH);
+}
+
+/// A store whose stored listing comes out of key order.
+struct Unordered;
+
+impl MappingStore for Unordered {
+    fn list_page(
+        &mut self,
+        kind: MappingKind,
+        after: Option<&str>,
+        _: usize,
+    ) -> Result<Vec<Mapping>, StoreError> {
+        let m = |id: &str| Mapping {
+            kind,
+            crm_id: id.into(),
+            fields: Default::default(),
+            deleted: false,
+        };
+        Ok(match after {
+            None => vec![m("2"), m("1")],
+            Some(_) => vec![],
+        })
+    }
+    fn begin(&mut self) -> Result<(), StoreError> {
+        Ok(())
+    }
+    fn observe(&mut self, _: &[Mapping]) -> Result<(), StoreError> {
+        Ok(())
+    }
+    fn observed_page(
+        &mut self,
+        _: MappingKind,
+        _: Option<&str>,
+        _: usize,
+    ) -> Result<Vec<Mapping>, StoreError> {
+        Ok(vec![])
+    }
+    fn write(&mut self, _: &[Mapping]) -> Result<(), StoreError> {
+        Ok(())
+    }
+    fn commit(&mut self) -> Result<(), StoreError> {
+        Ok(())
+    }
+    fn record_created(&mut self, _: &crate::mapping::CreatedRecord) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
+#[test]
+fn a_listing_out_of_key_order_is_refused_not_merged() {
+    let mut store = Unordered;
+    let mut listings = plan::StoreListings::new(&mut store, MappingKind::Owner);
+    let err = plan(&mut listings).unwrap_err();
+    assert!(err.0.contains("out of key order"), "{err}");
 }
