@@ -8,7 +8,6 @@ use crate::context::CallContext;
 use crate::error::ToolError;
 use crate::http::{Request, Transport};
 use crate::mapping::{CreatedRecord, MappingStore};
-use crate::schema::{input_schema, output_schema};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -201,7 +200,11 @@ pub struct Entry {
     pub(crate) description: &'static str,
     pub(crate) read_only: bool,
     pub(crate) effect: CrmEffect,
+    /// Derives the input schema; the component serves the checked-in copy instead.
+    #[cfg(test)]
     pub(crate) input_schema: fn() -> String,
+    /// Derives the output schema; the component serves the checked-in copy instead.
+    #[cfg(test)]
     pub(crate) output_schema: fn() -> String,
     pub(crate) call: fn(&str, &mut Session<'_>) -> Result<String, ToolError>,
 }
@@ -214,8 +217,10 @@ pub(crate) const fn entry<T: Tool>() -> Entry {
         description: T::DESCRIPTION,
         read_only: T::EFFECT.annotations().read_only,
         effect: T::EFFECT,
-        input_schema: input_schema::<T::Input>,
-        output_schema: output_schema::<T::Output>,
+        #[cfg(test)]
+        input_schema: crate::schema::derive::input_schema::<T::Input>,
+        #[cfg(test)]
+        output_schema: crate::schema::derive::output_schema::<T::Output>,
         call: call::<T>,
     }
 }
