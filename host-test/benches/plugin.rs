@@ -8,6 +8,9 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+#[path = "mapping.rs"]
+mod mapping;
+
 const CALLS: usize = 2000;
 
 fn main() {
@@ -57,6 +60,7 @@ fn main() {
         )
         .unwrap();
         let runtime_for_queries = host.runtime().clone();
+        mapping::figures(&runtime_for_queries, &wasm).await;
         for total in [2_000u64, 100_000] {
             let started = Instant::now();
             let (peak, summary) = query_peak_memory(&runtime_for_queries, &wasm, total).await;
