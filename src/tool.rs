@@ -226,8 +226,11 @@ pub(crate) const fn entry<T: Tool>() -> Entry {
 }
 
 /// Parses the input, runs the tool and serialises its output: the one place JSON is written.
+/// The input is read as bytes, like every CRM answer, so the component carries one JSON
+/// reader rather than serde_json's `&str` and `&[u8]` readers side by side (a `&str` is valid
+/// UTF-8, so both readers accept and refuse alike, with the same messages).
 fn call<T: Tool>(input: &str, session: &mut Session<'_>) -> Result<String, ToolError> {
-    let input: T::Input = serde_json::from_str(input)
+    let input: T::Input = serde_json::from_slice(input.as_bytes())
         .map_err(|err| ToolError::invalid(format!("{}: {err}", T::NAME)))?;
     let output = T::run(input, session)?;
     Ok(serde_json::to_string(&output)

@@ -19,7 +19,7 @@ impl MappingStore for HostMappingStore {
             .map_err(StoreError)?
             .into_iter()
             .map(|m| {
-                let fields = serde_json::from_str(&m.fields).map_err(|e| {
+                let fields = serde_json::from_slice(m.fields.as_bytes()).map_err(|e| {
                     StoreError(format!("a stored mapping is not a JSON object: {e}"))
                 })?;
                 Ok(Mapping {
