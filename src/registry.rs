@@ -72,7 +72,7 @@ mod tests {
     #[test]
     fn every_tool_has_an_object_schema_that_refuses_unknown_fields() {
         for spec in list_tools() {
-            let schema: Value = serde_json::from_str(&spec.input_schema).unwrap();
+            let schema: Value = serde_json::from_str(spec.input_schema).unwrap();
             assert_eq!(schema["type"], "object", "{}", spec.name);
             assert_eq!(schema["additionalProperties"], false, "{}", spec.name);
             assert_eq!(
@@ -93,7 +93,7 @@ mod tests {
         let untyped: Vec<_> = list_tools()
             .into_iter()
             .filter(|spec| {
-                let schema: Value = serde_json::from_str(&spec.output_schema).unwrap();
+                let schema: Value = serde_json::from_str(spec.output_schema).unwrap();
                 schema["type"] != "object"
                     || schema["properties"]
                         .as_object()
