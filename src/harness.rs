@@ -75,7 +75,7 @@ fn read(tool: &str, output: Result<String, ToolError>) -> Result<Value, ToolErro
         .into_iter()
         .find(|spec| spec.name == tool)
         .expect("a tool that answered is listed");
-    let schema: Value = serde_json::from_str(&spec.output_schema).expect("schema is JSON");
+    let schema: Value = serde_json::from_str(spec.output_schema).expect("schema is JSON");
     let validator = jsonschema::draft202012::new(&schema).expect("a valid output schema");
     let problems: Vec<String> = validator
         .iter_errors(&output)

@@ -3,7 +3,7 @@
 
 use crate::error::ToolError;
 use crate::tool::{Annotations, Entry, Session};
-use crate::{crma, crmb};
+use crate::{crma, crmb, schema};
 
 /// What `list-tools` and `list-tool-metadata` return for one tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -15,9 +15,9 @@ pub struct ToolSpec {
     /// What the tool does and when to use it, written for a language model.
     pub description: &'static str,
     /// JSON Schema (draft 2020-12) of the input object, derived from the tool's input type.
-    pub input_schema: String,
+    pub input_schema: &'static str,
     /// JSON Schema (draft 2020-12) of the output object, derived from the tool's output type.
-    pub output_schema: String,
+    pub output_schema: &'static str,
     /// True when the tool changes nothing in the CRM; the same as `annotations.read_only`.
     pub read_only: bool,
     /// MCP's behaviour hints, derived from the tool's [`CrmEffect`](crate::tool::CrmEffect).
@@ -25,29 +25,34 @@ pub struct ToolSpec {
 }
 
 /// Every tool this build offers, in `list-tools` order: only ones that work end to end.
-fn registry() -> impl Iterator<Item = &'static Entry> {
+pub(crate) fn entries() -> impl Iterator<Item = &'static Entry> {
     crmb::TOOLS.iter().chain(crma::TOOLS)
 }
 
 /// The specs of every tool, for `list-tools`.
 pub fn list_tools() -> Vec<ToolSpec> {
-    registry()
-        .map(|e| ToolSpec {
-            name: e.name,
-            title: e.title,
-            description: e.description,
-            input_schema: (e.input_schema)(),
-            output_schema: (e.output_schema)(),
-            read_only: e.read_only,
-            annotations: e.effect.annotations(),
+    entries()
+        .map(|e| {
+            // The checked-in schemas cover every tool: a unit test derives them all.
+            let (input_schema, output_schema) =
+                schema::of(e.name).expect("every tool has checked-in schemas");
+            ToolSpec {
+                name: e.name,
+                title: e.title,
+                description: e.description,
+                input_schema,
+                output_schema,
+                read_only: e.read_only,
+                annotations: e.effect.annotations(),
+            }
         })
         .collect()
 }
 
 /// Runs one tool by name on JSON input and returns its JSON output.
 pub fn call_tool(name: &str, input: &str, session: &mut Session<'_>) -> Result<String, ToolError> {
-    let entry = registry().find(|e| e.name == name).ok_or_else(|| {
-        let names: Vec<_> = registry().map(|e| e.name).collect();
+    let entry = entries().find(|e| e.name == name).ok_or_else(|| {
+        let names: Vec<_> = entries().map(|e| e.name).collect();
         ToolError::invalid(format!(
             "there is no tool named {name:?}; the tools are: {}",
             names.join(", ")
@@ -67,7 +72,7 @@ mod tests {
     #[test]
     fn every_tool_has_an_object_schema_that_refuses_unknown_fields() {
         for spec in list_tools() {
-            let schema: Value = serde_json::from_str(&spec.input_schema).unwrap();
+            let schema: Value = serde_json::from_str(spec.input_schema).unwrap();
             assert_eq!(schema["type"], "object", "{}", spec.name);
             assert_eq!(schema["additionalProperties"], false, "{}", spec.name);
             assert_eq!(
@@ -88,7 +93,7 @@ mod tests {
         let untyped: Vec<_> = list_tools()
             .into_iter()
             .filter(|spec| {
-                let schema: Value = serde_json::from_str(&spec.output_schema).unwrap();
+                let schema: Value = serde_json::from_str(spec.output_schema).unwrap();
                 schema["type"] != "object"
                     || schema["properties"]
                         .as_object()

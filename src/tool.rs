@@ -8,7 +8,6 @@ use crate::context::CallContext;
 use crate::error::ToolError;
 use crate::http::{Request, Transport};
 use crate::mapping::{CreatedRecord, MappingStore};
-use crate::schema::{input_schema, output_schema};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -201,7 +200,11 @@ pub struct Entry {
     pub(crate) description: &'static str,
     pub(crate) read_only: bool,
     pub(crate) effect: CrmEffect,
+    /// Derives the input schema; the component serves the checked-in copy instead.
+    #[cfg(test)]
     pub(crate) input_schema: fn() -> String,
+    /// Derives the output schema; the component serves the checked-in copy instead.
+    #[cfg(test)]
     pub(crate) output_schema: fn() -> String,
     pub(crate) call: fn(&str, &mut Session<'_>) -> Result<String, ToolError>,
 }
@@ -214,15 +217,20 @@ pub(crate) const fn entry<T: Tool>() -> Entry {
         description: T::DESCRIPTION,
         read_only: T::EFFECT.annotations().read_only,
         effect: T::EFFECT,
-        input_schema: input_schema::<T::Input>,
-        output_schema: output_schema::<T::Output>,
+        #[cfg(test)]
+        input_schema: crate::schema::derive::input_schema::<T::Input>,
+        #[cfg(test)]
+        output_schema: crate::schema::derive::output_schema::<T::Output>,
         call: call::<T>,
     }
 }
 
 /// Parses the input, runs the tool and serialises its output: the one place JSON is written.
+/// The input is read as bytes, like every CRM answer, so the component carries one JSON
+/// reader rather than serde_json's `&str` and `&[u8]` readers side by side (a `&str` is valid
+/// UTF-8, so both readers accept and refuse alike, with the same messages).
 fn call<T: Tool>(input: &str, session: &mut Session<'_>) -> Result<String, ToolError> {
-    let input: T::Input = serde_json::from_str(input)
+    let input: T::Input = serde_json::from_slice(input.as_bytes())
         .map_err(|err| ToolError::invalid(format!("{}: {err}", T::NAME)))?;
     let output = T::run(input, session)?;
     Ok(serde_json::to_string(&output)

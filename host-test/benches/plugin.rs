@@ -12,6 +12,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 // In a folder, not benches/network.rs, so cargo does not take it for a bench target of its own.
+#[path = "mapping.rs"]
+mod mapping;
 mod network;
 
 const CALLS: usize = 2000;
@@ -70,6 +72,7 @@ fn main() {
         )
         .unwrap();
         let runtime_for_queries = host.runtime().clone();
+        mapping::figures(&runtime_for_queries, &wasm).await;
         for total in [2_000u64, 100_000] {
             let started = Instant::now();
             let (peak, summary) = query_peak_memory(&runtime_for_queries, &wasm, total).await;

@@ -41,7 +41,7 @@ impl wit::Guest for Plugin {
             .map(|spec| wit::ToolSpec {
                 name: spec.name.into(),
                 description: spec.description.into(),
-                input_schema: spec.input_schema,
+                input_schema: spec.input_schema.into(),
                 read_only: spec.read_only,
             })
             .collect()
@@ -80,7 +80,7 @@ impl wit_meta::Guest for Plugin {
             .map(|spec| wit_meta::ToolMetadata {
                 name: spec.name.into(),
                 title: spec.title.into(),
-                output_schema: spec.output_schema,
+                output_schema: spec.output_schema.into(),
                 annotations: wit_meta::ToolAnnotations {
                     read_only: spec.annotations.read_only,
                     destructive: spec.annotations.destructive,

@@ -34,7 +34,7 @@ fn from_wit(mappings: Vec<wit_store::Mapping>) -> Result<Vec<Mapping>, StoreErro
     mappings
         .into_iter()
         .map(|m| {
-            let fields = serde_json::from_str(&m.fields)
+            let fields = serde_json::from_slice(m.fields.as_bytes())
                 .map_err(|e| StoreError(format!("a stored mapping is not a JSON object: {e}")))?;
             Ok(Mapping {
                 kind: match m.kind {

@@ -6,7 +6,13 @@ use url::Url;
 
 /// The org's instance URL (`https://{MyDomain}.my.salesforce.com`), checked once per call.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct InstanceUrl(Url);
+pub struct InstanceUrl {
+    /// Where record pages open: the Lightning host for a My Domain org, else the instance.
+    /// Worked out once, not per record: a query page links up to 2,000 of them.
+    record_base: Url,
+    /// Whether `record_base` is a Lightning host (`/lightning/r/{object}/{id}/view` paths).
+    lightning: bool,
+}
 
 impl InstanceUrl {
     /// Parses the instance URL the host passes in the call context.
@@ -24,7 +30,13 @@ impl InstanceUrl {
         if !matches!(url.path(), "" | "/") || url.query().is_some() || url.fragment().is_some() {
             return Err(bad("must be the org's base URL with no path"));
         }
-        Ok(InstanceUrl(url))
+        let lightning = lightning_host(url.host_str().unwrap_or_default()).map(|host| {
+            Url::parse(&format!("https://{host}")).expect("a host from a parsed URL is valid")
+        });
+        Ok(InstanceUrl {
+            lightning: lightning.is_some(),
+            record_base: lightning.unwrap_or(url),
+        })
     }
 
     /// From the optional context field when links are optional: absent gives `None`, a
@@ -50,17 +62,11 @@ impl InstanceUrl {
     /// `x.my.salesforce.mil` → `x.lightning.crmforce.mil`); `{instance}/{Id}` for any other
     /// host, which Salesforce redirects to the record.
     pub fn record_url(&self, object: &ApiName, id: &SalesforceId) -> Url {
-        let host = self.0.host_str().unwrap_or_default();
-        let mut url = match lightning_host(host) {
-            Some(lightning) => Url::parse(&format!("https://{lightning}"))
-                .expect("a host from a parsed URL is valid"),
-            None => self.0.clone(),
-        };
-        let is_lightning = url.host_str() != Some(host);
+        let mut url = self.record_base.clone();
         {
             let mut path = url.path_segments_mut().expect("https URLs have paths");
             path.clear();
-            if is_lightning {
+            if self.lightning {
                 path.extend(["lightning", "r", object.as_str(), id.as_str(), "view"]);
             } else {
                 path.push(id.as_str());
