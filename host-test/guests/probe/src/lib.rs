@@ -8,10 +8,10 @@ wit_bindgen::generate!({
     generate_all,
 });
 
+use core::sync::atomic::{AtomicU8, AtomicU32, Ordering};
 use exports::crm::plugin::tools::{CallContext, Guest, ToolError, ToolSpec};
 use wasi::http::outgoing_handler;
 use wasi::http::types::{Fields, Method, OutgoingBody, OutgoingRequest, Scheme};
-use core::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use wasi::io::streams::StreamError;
 
 struct Probe;
