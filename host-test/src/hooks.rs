@@ -116,9 +116,6 @@ pub fn admit(
     origin: &BrokerOrigin,
     scope: &EgressScope,
 ) -> Result<Admitted, Denial> {
-    if request.method.as_str().eq_ignore_ascii_case("DELETE") {
-        return Err(Denial::Egress(Refusal::Delete));
-    }
     if !origin.matches(request.uri) {
         let authority = request
             .uri
