@@ -4,6 +4,7 @@
 //! tenant can never read another's settings. Only non-secret settings live here: the broker
 //! adds the credential outside the component.
 
+use crate::governance::WorkspacePolicy;
 use std::collections::BTreeMap;
 use std::time::Duration;
 use url::Url;
@@ -64,6 +65,8 @@ pub struct Config {
     pub limits: Limits,
     /// When query results go inline and when to a file.
     pub results: ResultLimits,
+    /// The workspace admin's policy over writes, masked fields and record counts.
+    pub policy: WorkspacePolicy,
 }
 
 /// How query results reach the assistant: inline up to a byte budget, or as a JSON Lines file
@@ -255,7 +258,9 @@ impl Config {
             dir: get(keys::RESULTS_DIR).map(str::to_string),
             host_dir: get(keys::RESULTS_HOST_DIR).map(str::to_string),
         };
+        let policy = WorkspacePolicy::from_settings(get)?;
         Ok(Config {
+            policy,
             results,
             proxy_base,
             crm_a_integration,

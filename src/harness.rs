@@ -5,11 +5,15 @@
 use crate::config::{Config, keys};
 use crate::context::CallContext;
 use crate::error::ToolError;
+use crate::governance::{
+    Change, ChangeEntry, ChangeFilter, ChangeStatus, Confirmation, Journal, JournalError,
+    TokenRefusal,
+};
 use crate::http::Transport;
 use crate::mapping::MappingStore;
 use crate::registry;
 use crate::tool::{ResultFiles, Session};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::path::PathBuf;
@@ -41,7 +45,8 @@ pub(crate) fn call(
     input: &Value,
 ) -> Result<Value, ToolError> {
     let mut files = config.results.dir.as_deref().map(DirFiles::new);
-    let mut session = Session::new(ctx, Ok(config), transport);
+    let mut journal = MemoryJournal::default();
+    let mut session = Session::new(ctx, Ok(config), transport).with_journal(&mut journal);
     if let Some(files) = files.as_mut() {
         session = session.with_files(files);
     }
@@ -60,7 +65,10 @@ pub(crate) fn call_with_store(
     tool: &str,
     input: &Value,
 ) -> Result<Value, ToolError> {
-    let mut session = Session::new(ctx, Ok(config), transport).with_store(store);
+    let mut journal = MemoryJournal::default();
+    let mut session = Session::new(ctx, Ok(config), transport)
+        .with_store(store)
+        .with_journal(&mut journal);
     read(
         tool,
         registry::call_tool(tool, &input.to_string(), &mut session),
@@ -120,5 +128,102 @@ impl ResultFiles for DirFiles {
 
     fn discard(&mut self, name: &str) {
         let _ = fs::remove_file(self.dir.join(name));
+    }
+}
+
+/// The host's change journal and confirmations, in memory, for one tenant and user: what the
+/// native tests run write tools with.
+#[derive(Debug, Default)]
+pub(crate) struct MemoryJournal {
+    pub(crate) changes: Vec<Change>,
+    /// Issued tokens: (token, tool, input, values read, used).
+    pub(crate) tokens: Vec<(String, String, String, Map<String, Value>, bool)>,
+}
+
+impl Journal for MemoryJournal {
+    fn begin(&mut self, entry: &ChangeEntry) -> Result<String, JournalError> {
+        let id = format!("chg-{}", self.changes.len() + 1);
+        self.changes.push(Change {
+            id: id.clone(),
+            at_ms: 0,
+            user_id: "u1".into(),
+            call_id: "call-1".into(),
+            status: ChangeStatus::Pending,
+            entry: entry.clone(),
+        });
+        Ok(id)
+    }
+
+    fn settle(
+        &mut self,
+        id: &str,
+        status: ChangeStatus,
+        record_id: Option<&str>,
+    ) -> Result<(), JournalError> {
+        let change = self
+            .changes
+            .iter_mut()
+            .find(|c| c.id == id)
+            .ok_or_else(|| JournalError("no such change".into()))?;
+        change.status = status;
+        if let Some(id) = record_id {
+            change.entry.record_id = Some(id.into());
+        }
+        Ok(())
+    }
+
+    fn list(&mut self, filter: &ChangeFilter, limit: u32) -> Result<Vec<Change>, JournalError> {
+        Ok(self
+            .changes
+            .iter()
+            .rev()
+            .filter(|c| filter.record_id.is_none() || c.entry.record_id == filter.record_id)
+            .filter(|c| filter.object.as_ref().is_none_or(|o| *o == c.entry.object))
+            .take(limit as usize)
+            .cloned()
+            .collect())
+    }
+
+    fn get(&mut self, id: &str) -> Result<Option<Change>, JournalError> {
+        Ok(self.changes.iter().find(|c| c.id == id).cloned())
+    }
+
+    fn issue(
+        &mut self,
+        tool: &str,
+        input: &str,
+        values_read: &Map<String, Value>,
+    ) -> Result<Confirmation, JournalError> {
+        let token = format!("tok-{}", self.tokens.len() + 1);
+        self.tokens
+            .push((token.clone(), tool.into(), input.into(), values_read.clone(), false));
+        Ok(Confirmation {
+            token,
+            expires_at_ms: u64::MAX,
+        })
+    }
+
+    fn redeem(
+        &mut self,
+        token: &str,
+        tool: &str,
+        input: &str,
+    ) -> Result<Map<String, Value>, TokenRefusal> {
+        let found = self
+            .tokens
+            .iter_mut()
+            .find(|t| t.0 == token)
+            .ok_or(TokenRefusal::Unknown)?;
+        if found.4 {
+            return Err(TokenRefusal::Used);
+        }
+        if found.1 != tool {
+            return Err(TokenRefusal::OtherTool);
+        }
+        if found.2 != input {
+            return Err(TokenRefusal::OtherInput);
+        }
+        found.4 = true;
+        Ok(found.3.clone())
     }
 }

@@ -14,6 +14,7 @@ pub mod context;
 pub mod crma;
 pub mod crmb;
 pub mod error;
+pub mod governance;
 #[cfg(test)]
 mod harness;
 pub mod http;

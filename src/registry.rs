@@ -3,7 +3,7 @@
 
 use crate::error::ToolError;
 use crate::tool::{Annotations, Entry, Session};
-use crate::{crma, crmb, schema};
+use crate::{crma, crmb, governance, schema};
 
 /// What `list-tools` and `list-tool-metadata` return for one tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,8 +26,14 @@ pub struct ToolSpec {
 
 /// Every tool this build offers, in `list-tools` order: only ones that work end to end.
 pub(crate) fn entries() -> impl Iterator<Item = &'static Entry> {
-    crmb::TOOLS.iter().chain(crma::TOOLS)
+    crmb::TOOLS.iter().chain(crma::TOOLS).chain(GOVERNANCE)
 }
+
+/// The tools over the change journal, for both CRMs.
+const GOVERNANCE: &[Entry] = &[
+    crate::tool::entry::<governance::ListChanges>(),
+    crate::tool::entry::<governance::RevertChange>(),
+];
 
 /// The specs of every tool, for `list-tools`.
 pub fn list_tools() -> Vec<ToolSpec> {
@@ -94,10 +100,16 @@ mod tests {
             .into_iter()
             .filter(|spec| {
                 let schema: Value = serde_json::from_str(spec.output_schema).unwrap();
+                // A write tool answers with its output or a preview: each branch is typed.
+                let branches = match schema["anyOf"].as_array() {
+                    Some(branches) if !spec.read_only => branches.clone(),
+                    _ => vec![schema.clone()],
+                };
                 schema["type"] != "object"
-                    || schema["properties"]
-                        .as_object()
-                        .is_none_or(|p| p.is_empty())
+                    || branches.iter().any(|b| {
+                        b["type"] != "object"
+                            || b["properties"].as_object().is_none_or(|p| p.is_empty())
+                    })
             })
             .map(|spec| spec.name)
             .collect();
@@ -121,7 +133,8 @@ mod tests {
             [
                 "crmb_update_record",
                 "crma_update_record",
-                "crma_merge_companies"
+                "crma_merge_companies",
+                "crm_revert_change"
             ]
         );
         for spec in &specs {
@@ -140,9 +153,13 @@ mod tests {
             .filter(|s| !s.annotations.open_world)
             .map(|s| s.name)
             .collect();
-        assert_eq!(closed, ["crmb_generate_record_url"], "only it calls no CRM");
+        assert_eq!(
+            closed,
+            ["crmb_generate_record_url", "crm_list_changes"],
+            "only they call no CRM"
+        );
         let writes = specs.iter().filter(|s| !s.read_only).count();
-        assert_eq!(writes, 7, "the spec's seven write tools");
+        assert_eq!(writes, 8, "the spec's seven write tools and the revert");
     }
 
     #[test]

@@ -46,6 +46,67 @@ pub(crate) mod derive {
         root_schema::<T>(Contract::Serialize)
     }
 
+    /// The input schema of a write tool: its own input, plus `preview` and
+    /// `confirmation_token`, which every write tool takes (see `governance::call_write`).
+    pub(crate) fn governed_input_schema<T: JsonSchema>() -> String {
+        let mut schema: serde_json::Value =
+            serde_json::from_str(&input_schema::<T>()).expect("a schema is JSON");
+        let properties = schema["properties"]
+            .as_object_mut()
+            .expect("every input is an object with properties");
+        properties.insert(
+            "preview".into(),
+            serde_json::json!({
+                "type": "boolean",
+                "default": false,
+                "description": "true: write nothing; answer with exactly what would be sent, each                     changed field's current value beside the new one, and a confirmation_token."
+            }),
+        );
+        properties.insert(
+            "confirmation_token".into(),
+            serde_json::json!({
+                "type": "string",
+                "description": "The token of an earlier preview of this same input, by this                     user: makes the previewed write, once. Refused when the record changed since                     the preview. Required when the workspace confirms every write."
+            }),
+        );
+        serde_json::to_string(&schema).expect("a schema serializes")
+    }
+
+    /// The output schema of a write tool: its own output plus the journal's `change_id`, or a
+    /// preview.
+    pub(crate) fn governed_output_schema<T: JsonSchema>() -> String {
+        let parse = |text: String| -> serde_json::Value {
+            serde_json::from_str(&text).expect("a schema is JSON")
+        };
+        let mut applied = parse(output_schema::<T>());
+        let mut preview = parse(output_schema::<crate::governance::PreviewOutput>());
+        let mut defs = serde_json::Map::new();
+        for branch in [&mut applied, &mut preview] {
+            let branch = branch.as_object_mut().expect("a schema is an object");
+            branch.remove("$schema");
+            if let Some(serde_json::Value::Object(d)) = branch.remove("$defs") {
+                defs.extend(d);
+            }
+        }
+        applied["properties"].as_object_mut().expect("outputs are objects").insert(
+            "change_id".into(),
+            serde_json::json!({
+                "type": "string",
+                "description": "The change journal's id for this write: crm_list_changes shows                     it, and crm_revert_change puts an update back by it."
+            }),
+        );
+        let mut schema = serde_json::json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "title": applied["title"].clone(),
+            "type": "object",
+            "anyOf": [applied, preview],
+        });
+        if !defs.is_empty() {
+            schema["$defs"] = defs.into();
+        }
+        serde_json::to_string(&schema).expect("a schema serializes")
+    }
+
     fn root_schema<T: JsonSchema>(contract: Contract) -> String {
         let mut settings = SchemaSettings::draft2020_12();
         settings.contract = contract;

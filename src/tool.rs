@@ -6,7 +6,8 @@ use crate::client::{self, Answer, HintReader};
 use crate::config::{Config, ConfigError};
 use crate::context::CallContext;
 use crate::error::ToolError;
-use crate::http::{Request, Transport};
+use crate::governance::{Journal, WriteGate};
+use crate::http::{Effect, Request, Transport};
 use crate::mapping::{CreatedRecord, MappingStore};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -20,6 +21,10 @@ pub struct Session<'a> {
     transport: &'a mut dyn Transport,
     store: Option<&'a mut dyn MappingStore>,
     files: Option<&'a mut dyn ResultFiles>,
+    journal: Option<&'a mut dyn Journal>,
+    /// The gate a write tool's call sends its write through; `None` in a read tool's call,
+    /// which therefore cannot send one.
+    pub(crate) gate: Option<WriteGate>,
 }
 
 /// The tenant's results directory, the only place a tool writes files. The core reaches it
@@ -47,7 +52,25 @@ impl<'a> Session<'a> {
             transport,
             store: None,
             files: None,
+            journal: None,
+            gate: None,
         }
+    }
+
+    /// Gives the tools the host's change journal and confirmations for this tenant.
+    pub fn with_journal(mut self, journal: &'a mut dyn Journal) -> Self {
+        self.journal = Some(journal);
+        self
+    }
+
+    /// The tenant's change journal; without one no write is sent, as none could be reverted.
+    pub fn journal(&mut self) -> Result<&mut (dyn Journal + 'a), ToolError> {
+        self.journal.as_deref_mut().ok_or_else(|| {
+            ToolError::Unavailable(
+                "this host keeps no change journal, so no write is sent; ask the workspace admin"
+                    .into(),
+            )
+        })
     }
 
     /// Gives the tools the tenant's results directory.
@@ -110,8 +133,28 @@ impl<'a> Session<'a> {
     }
 
     /// Sends a request with the retry rules of [`client::execute`]; `read_hint` is the CRM's
-    /// own reader of when to try again.
+    /// own reader of when to try again. A write goes through the call's [`WriteGate`] (policy,
+    /// preview, confirmation, journal); a call without one sends no write at all.
     pub fn send(&mut self, request: &Request, read_hint: HintReader) -> Result<Answer, ToolError> {
+        if request.effect == Effect::Write {
+            let Some(mut gate) = self.gate.take() else {
+                return Err(ToolError::Forbidden(
+                    "a read-only tool tried to send a write; nothing was sent".into(),
+                ));
+            };
+            let sent = gate.send(self, request, read_hint);
+            self.gate = Some(gate);
+            return sent;
+        }
+        self.send_unguarded(request, read_hint)
+    }
+
+    /// Sends a request past the gate: only the gate itself sends writes this way.
+    pub(crate) fn send_unguarded(
+        &mut self,
+        request: &Request,
+        read_hint: HintReader,
+    ) -> Result<Answer, ToolError> {
         let limits = self.config()?.limits;
         client::execute(self.transport, &limits, request, read_hint)
     }
@@ -218,10 +261,24 @@ pub(crate) const fn entry<T: Tool>() -> Entry {
         read_only: T::EFFECT.annotations().read_only,
         effect: T::EFFECT,
         #[cfg(test)]
-        input_schema: crate::schema::derive::input_schema::<T::Input>,
+        input_schema: if T::EFFECT.annotations().read_only {
+            crate::schema::derive::input_schema::<T::Input>
+        } else {
+            crate::schema::derive::governed_input_schema::<T::Input>
+        },
         #[cfg(test)]
-        output_schema: crate::schema::derive::output_schema::<T::Output>,
-        call: call::<T>,
+        output_schema: if T::EFFECT.annotations().read_only {
+            crate::schema::derive::output_schema::<T::Output>
+        } else {
+            crate::schema::derive::governed_output_schema::<T::Output>
+        },
+        // Every write tool is governed: its input may ask for a preview or carry a
+        // confirmation, and its write passes the gate.
+        call: if T::EFFECT.annotations().read_only {
+            call::<T>
+        } else {
+            crate::governance::call_write::<T>
+        },
     }
 }
 

@@ -55,12 +55,6 @@ fn every_tool_checks_its_scope_before_sending() {
             r#"{"id":"9","properties":{}}"#,
         ),
         (
-            run::<UpdateRecord>,
-            json!({"object_type": "companies", "record_id": "7", "properties": {"name": "Y"}}),
-            "crm.objects.companies.write",
-            "",
-        ),
-        (
             run::<MergeCompanies>,
             json!({"primary_id": "1", "merge_id": "2"}),
             "crm.objects.companies.write",
@@ -350,6 +344,7 @@ fn date_properties_are_sent_as_dates_or_refused() {
             200,
             r#"{"name":"last_touch","type":"datetime","fieldType":"date","options":[]}"#,
         ),
+        response(200, r#"{"id":"77","properties":{"last_touch":null}}"#),
         response(200, r#"{"id":"77","properties":{}}"#),
     ]);
     run::<UpdateRecord>(
@@ -359,7 +354,7 @@ fn date_properties_are_sent_as_dates_or_refused() {
     )
     .unwrap();
     assert_eq!(
-        body(&t, 1)["properties"]["last_touch"],
+        body(&t, 2)["properties"]["last_touch"],
         "2026-11-30T15:30:00Z"
     );
 }
@@ -494,21 +489,37 @@ fn writes_are_never_resent_and_bad_input_sends_nothing() {
 
 #[test]
 fn update_and_merge_shapes() {
-    let mut t = ScriptedTransport::new([response(200, r#"{"id":"7","properties":{"name":"Y"}}"#)]);
-    run::<UpdateRecord>(
+    let input = json!({"object_type": "companies", "record_id": "7", "properties": {"name": "Y"}});
+    // The values an update overwrites are read first, for the change journal: with the write
+    // scope alone the call names the read scope it lacks, and sends nothing.
+    let mut t = ScriptedTransport::default();
+    let err = run::<UpdateRecord>(&mut t, &["crm.objects.companies.write"], input.clone())
+        .unwrap_err();
+    assert_eq!(err, ToolError::MissingScopes(vec!["crm.objects.companies.read".into()]));
+    assert!(t.sent.is_empty());
+    let mut t = ScriptedTransport::new([
+        response(200, r#"{"id":"7","properties":{"name":"X","hs_updated_by_user_id":"9"}}"#),
+        response(200, r#"{"id":"7","properties":{"name":"Y"}}"#),
+    ]);
+    let out = run::<UpdateRecord>(
         &mut t,
-        &["crm.objects.companies.write"],
-        json!({"object_type": "companies", "record_id": "7", "properties": {"name": "Y"}}),
+        &["crm.objects.companies.read", "crm.objects.companies.write"],
+        input,
     )
     .unwrap();
+    assert_eq!(out["change_id"], "chg-1");
     assert_eq!(
-        (t.sent[0].method, t.sent[0].url.path()),
+        (t.sent[0].method, t.sent[0].url.query()),
+        (Method::Get, Some("properties=name%2Chs_updated_by_user_id"))
+    );
+    assert_eq!(
+        (t.sent[1].method, t.sent[1].url.path()),
         (
             Method::Patch,
             "/sdk/proxy/hubspot/crm/v3/objects/companies/7"
         )
     );
-    assert_eq!(body(&t, 0), json!({"properties": {"name": "Y"}}));
+    assert_eq!(body(&t, 1), json!({"properties": {"name": "Y"}}));
     let mut t = ScriptedTransport::new([response(200, r#"{"id":"1"}"#)]);
     run::<MergeCompanies>(
         &mut t,

@@ -203,15 +203,21 @@ fn create_rejections_keep_the_fields() {
 
 #[test]
 fn update_patches_and_treats_204_as_success() {
-    let mut t = ScriptedTransport::new([response(204, "")]);
+    // The values the update overwrites are read first, for the change journal.
+    let mut t = ScriptedTransport::new([response(200, CURRENT), response(204, "")]);
     let out = run(&mut t, &ctx(), "crmb_update_record", json!({"object": "Opportunity", "record_id": "006000000000001", "fields": {"StageName": "Closed Won"}})).unwrap();
     assert_eq!(
         out["record_url"],
         "https://acme.lightning.force.com/lightning/r/Opportunity/006000000000001/view"
     );
-    assert_eq!(t.sent[0].method, Method::Patch);
+    assert_eq!(t.sent[0].method, Method::Get);
     assert_eq!(
-        t.sent[0].url.path(),
+        t.sent[0].url.query(),
+        Some("fields=StageName%2CLastModifiedById")
+    );
+    assert_eq!(t.sent[1].method, Method::Patch);
+    assert_eq!(
+        t.sent[1].url.path(),
         "/sdk/proxy/salesforce/services/data/v65.0/sobjects/Opportunity/006000000000001"
     );
     let mut t = ScriptedTransport::default();
@@ -262,6 +268,10 @@ fn object_fields_are_compact_and_filtered() {
     assert!(matches!(&err, ToolError::NotFound(m) if m.contains("Nope__c")));
 }
 
+/// An Opportunity's current values as "Get field values from a standard object record" shows
+/// them (REST API Developer Guide).
+const CURRENT: &str = r#"{"attributes":{"type":"Opportunity"},"StageName":"Prospecting","LastModifiedById":"005000000000001AAA"}"#;
+
 /// The create answer as the REST API Developer Guide shows it ("Create a Record").
 const CREATED: &str = r#"{"id":"001D000000IqhSLIAZ","errors":[],"success":true}"#;
 
@@ -284,7 +294,7 @@ fn create_and_update_answer_id_object_and_link() {
     .unwrap();
     assert_eq!(
         out,
-        json!({"id": "001D000000IqhSLIAZ", "object": "Account",
+        json!({"id": "001D000000IqhSLIAZ", "object": "Account", "change_id": "chg-1",
                "record_url": "https://acme.lightning.force.com/lightning/r/Account/001D000000IqhSLIAZ/view"})
     );
     assert_eq!(store.created[0].record_id, "001D000000IqhSLIAZ");
@@ -298,7 +308,7 @@ fn create_and_update_answer_id_object_and_link() {
     );
 
     let no_org_url = harness::ctx(&[], None);
-    let mut t = ScriptedTransport::new([response(204, "")]);
+    let mut t = ScriptedTransport::new([response(200, CURRENT), response(204, "")]);
     let out = run(
         &mut t,
         &no_org_url,
@@ -308,7 +318,8 @@ fn create_and_update_answer_id_object_and_link() {
     .unwrap();
     assert_eq!(
         out,
-        json!({"id": "006000000000001", "object": "Opportunity", "record_url": null, "updated": true})
+        json!({"id": "006000000000001", "object": "Opportunity", "record_url": null, "updated": true,
+               "change_id": "chg-1"})
     );
 }
 

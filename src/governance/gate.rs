@@ -1,0 +1,382 @@
+//! The gate every write passes at the last seam before the wire ([`Session::send`]): the
+//! workspace policy, the provenance marker, the preview, the confirmation and the journal,
+//! for whichever tool built the request.
+
+use super::current::{self, same_value};
+use super::journal::{ChangeEntry, ChangeStatus, Confirmation};
+use super::policy::crm_name;
+use super::target::{WriteKind, WriteTarget};
+use crate::client::{Answer, HintReader};
+use crate::error::{Crm, ToolError};
+use crate::http::Request;
+use crate::tool::Session;
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// How a governed call runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    /// Show what would be sent; send no write.
+    Preview,
+    /// Send the write, with the token of an earlier preview when one is given.
+    Apply {
+        /// The `confirmation_token` from the preview.
+        token: Option<String>,
+    },
+}
+
+/// One call's gate: what it was asked to do, and what became of its write.
+#[derive(Debug)]
+pub struct WriteGate {
+    tool: &'static str,
+    /// The call's input without `preview` and `confirmation_token`, in canonical form: what a
+    /// confirmation is bound to.
+    input: String,
+    mode: Mode,
+    /// The change a revert undoes, journalled with it.
+    pub(crate) reverts: Option<String>,
+    /// The write a preview stopped, with the values read for it.
+    pub(crate) stopped: Option<Stopped>,
+    /// The journal id of the write sent.
+    pub(crate) change_id: Option<String>,
+}
+
+/// A write a preview stopped before the wire.
+#[derive(Debug)]
+pub(crate) struct Stopped {
+    pub(crate) request: Request,
+    pub(crate) target: WriteTarget,
+    pub(crate) current: Map<String, Value>,
+}
+
+impl WriteGate {
+    /// A gate for one call of `tool` on the canonical `input`.
+    pub fn new(tool: &'static str, input: String, mode: Mode) -> Self {
+        WriteGate {
+            tool,
+            input,
+            mode,
+            reverts: None,
+            stopped: None,
+            change_id: None,
+        }
+    }
+
+    /// The canonical input a confirmation is bound to.
+    pub fn input(&self) -> &str {
+        &self.input
+    }
+
+    /// Judges one write and, when it may go, sends it once (journalled before and settled
+    /// after). In preview mode the write is kept and the call stopped with an error the
+    /// caller discards.
+    pub(crate) fn send(
+        &mut self,
+        session: &mut Session<'_>,
+        request: &Request,
+        read_hint: HintReader,
+    ) -> Result<Answer, ToolError> {
+        if self.stopped.is_some() || self.change_id.is_some() {
+            return Err(ToolError::Forbidden(
+                "one call may send one write; nothing more was sent".into(),
+            ));
+        }
+        let config = session.config()?;
+        let policy = &config.policy;
+        let mut target = WriteTarget::of(request, config)?;
+        policy.check_write(&target)?;
+        let mut request = request.clone();
+        if target.kind == WriteKind::Create
+            && let Some(marker) = policy.marker(target.crm)
+        {
+            let value = match (&marker.value, target.crm) {
+                (Some(v), _) => Value::String(v.clone()),
+                (None, Crm::Hubspot) => Value::String("true".into()),
+                (None, Crm::Salesforce) => Value::Bool(true),
+            };
+            target.fields.insert(marker.field.clone(), value.clone());
+            mark(&mut request, target.crm, &marker.field, value);
+        }
+        let current = match &target.kind {
+            WriteKind::Update { record_id } => {
+                let fields: Vec<&str> = target.fields.keys().map(String::as_str).collect();
+                current::read(session, &target, record_id, &fields)?.values
+            }
+            _ => Map::new(),
+        };
+        let token = match &self.mode {
+            Mode::Preview => {
+                self.stopped = Some(Stopped {
+                    request,
+                    target,
+                    current,
+                });
+                return Err(ToolError::invalid("stopped for a preview"));
+            }
+            Mode::Apply { token } => token.clone(),
+        };
+        match token {
+            Some(token) => {
+                let read = session
+                    .journal()?
+                    .redeem(&token, self.tool, &self.input)
+                    .map_err(|why| {
+                        ToolError::invalid(format!(
+                            "{why}. Nothing was sent: call {} with \"preview\": true again for \
+                             a new token",
+                            self.tool
+                        ))
+                    })?;
+                stale_since_preview(&read, &current, &target)?;
+            }
+            None if policy.confirm_writes => {
+                return Err(ToolError::invalid(format!(
+                    "this workspace confirms every write: call {} with \"preview\": true first, \
+                     show the user what would change, then call it again with the same input \
+                     and the preview's confirmation_token. Nothing was sent.",
+                    self.tool
+                )));
+            }
+            None => {}
+        }
+        let entry = ChangeEntry {
+            crm: crm_label(target.crm),
+            tool: self.tool.to_string(),
+            kind: target.kind.name(),
+            object: target.object.clone(),
+            record_id: target.kind.record_id().map(str::to_string),
+            old_values: current,
+            new_values: target.fields.clone(),
+            reverts: self.reverts.clone(),
+        };
+        let id = session.journal()?.begin(&entry).map_err(|e| {
+            ToolError::Unavailable(format!(
+                "{e}; the change could not be journalled, so it was not sent. Try again shortly"
+            ))
+        })?;
+        let sent = session.send_unguarded(&request, read_hint);
+        let (status, created) = match &sent {
+            Ok(answer) if answer.response.is_success() => {
+                (ChangeStatus::Applied, created_id(&answer.response.body))
+            }
+            Ok(_) => (ChangeStatus::Failed, None),
+            Err(ToolError::OutcomeUnknown(_)) => (ChangeStatus::Unknown, None),
+            Err(_) => (ChangeStatus::Failed, None),
+        };
+        // The write happened or not whatever the journal says now; a failed settle leaves the
+        // entry `pending`, which reads as "check the record".
+        let _ = session.journal()?.settle(&id, status, created.as_deref());
+        self.change_id = Some(id);
+        sent
+    }
+}
+
+/// The journal's name of a CRM.
+pub(crate) fn crm_label(crm: Crm) -> &'static str {
+    match crm {
+        Crm::Hubspot => "hubspot",
+        Crm::Salesforce => "salesforce",
+    }
+}
+
+/// Puts the provenance marker into a create's body.
+fn mark(request: &mut Request, crm: Crm, field: &str, value: Value) {
+    let Some(mut body) = request
+        .body
+        .as_deref()
+        .and_then(|b| serde_json::from_slice::<Value>(b).ok())
+    else {
+        return;
+    };
+    let fields = match crm {
+        Crm::Hubspot => &mut body["properties"],
+        Crm::Salesforce => &mut body,
+    };
+    if let Some(fields) = fields.as_object_mut() {
+        fields.insert(field.to_string(), value);
+        request.body = Some(body.to_string().into_bytes());
+    }
+}
+
+/// The new record's id from a create's answer (both CRMs answer with `id`).
+fn created_id(body: &[u8]) -> Option<String> {
+    let answer: Value = serde_json::from_slice(body).ok()?;
+    match &answer["id"] {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// Refuses an apply when a field read for its preview holds another value now.
+fn stale_since_preview(
+    read: &Map<String, Value>,
+    now: &Map<String, Value>,
+    target: &WriteTarget,
+) -> Result<(), ToolError> {
+    let moved: Vec<String> = read
+        .iter()
+        .filter(|(field, then)| !same_value(then, now.get(*field).unwrap_or(&Value::Null)))
+        .map(|(field, then)| {
+            let now = now.get(field).unwrap_or(&Value::Null);
+            format!("{field} was {then} at the preview and is {now} now")
+        })
+        .collect();
+    if moved.is_empty() {
+        return Ok(());
+    }
+    Err(ToolError::invalid(format!(
+        "the {} record changed in {} since the preview: {}. Nothing was sent: preview again \
+         and show the user the new values",
+        target.object,
+        crm_name(target.crm),
+        moved.join("; ")
+    )))
+}
+
+/// What a preview answers: the write that would be sent, and the token to send it with.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct PreviewOutput {
+    /// The write this call would make; nothing was written.
+    pub preview: Preview,
+}
+
+/// The write a preview stopped.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Preview {
+    /// "hubspot" or "salesforce".
+    pub crm: String,
+    /// "create", "update", "merge" or "association".
+    pub action: String,
+    /// The object type written, e.g. "deals" or "Account".
+    pub object: String,
+    /// The record changed; absent for a create.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub record_id: Option<String>,
+    /// The request exactly as it would be sent (below the CRM's API root).
+    pub request: PreviewRequest,
+    /// For an update: each field's current value beside the new one. For a create: the
+    /// values the new record gets (`current` is null).
+    pub changes: Map<String, Value>,
+    /// Pass it back as `confirmation_token`, with the same input, to make this write. Good for
+    /// one write, by this user, until `expires_at_ms`.
+    pub confirmation_token: String,
+    /// When the token stops being good (milliseconds since the Unix epoch).
+    pub expires_at_ms: u64,
+    /// What to do next, for the assistant.
+    pub next_step: String,
+}
+
+/// A request as a preview shows it.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct PreviewRequest {
+    /// The HTTP method.
+    pub method: String,
+    /// The path below the CRM's API root, e.g. "/crm/v3/objects/deals/42".
+    pub path: String,
+    /// The JSON body; absent when the request has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub body: Option<Value>,
+}
+
+impl Stopped {
+    /// The preview of this stopped write, with its confirmation.
+    pub(crate) fn preview(self, tool: &str, root_path: &str, confirmation: Confirmation, confirm_required: bool) -> PreviewOutput {
+        let path = self
+            .request
+            .url
+            .path()
+            .strip_prefix(root_path.trim_end_matches('/'))
+            .unwrap_or(self.request.url.path())
+            .to_string();
+        let body = self
+            .request
+            .body
+            .as_deref()
+            .and_then(|b| serde_json::from_slice(b).ok());
+        let changes = self
+            .target
+            .fields
+            .iter()
+            .map(|(field, new)| {
+                let current = self.current.get(field).cloned().unwrap_or(Value::Null);
+                let change = serde_json::json!({"current": current, "new": new});
+                (field.clone(), change)
+            })
+            .collect();
+        let next_step = format!(
+            "Nothing was written. Show the user this change; {} call {tool} again with the same \
+             input and \"confirmation_token\" to make it.",
+            if confirm_required {
+                "this workspace requires the token: once they agree,"
+            } else {
+                "once they agree,"
+            }
+        );
+        PreviewOutput {
+            preview: Preview {
+                crm: crm_label(self.target.crm).into(),
+                action: self.target.kind.name().into(),
+                object: self.target.object.clone(),
+                record_id: self.target.kind.record_id().map(str::to_string),
+                request: PreviewRequest {
+                    method: self.request.method.as_str().into(),
+                    path,
+                    body,
+                },
+                changes,
+                confirmation_token: confirmation.token,
+                expires_at_ms: confirmation.expires_at_ms,
+                next_step,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn update(fields: &[(&str, Value)]) -> WriteTarget {
+        WriteTarget {
+            crm: Crm::Hubspot,
+            kind: WriteKind::Update {
+                record_id: "7".into(),
+            },
+            object: "deals".into(),
+            fields: fields.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+        }
+    }
+
+    #[test]
+    fn an_apply_is_refused_when_a_previewed_value_moved_and_says_which() {
+        let target = update(&[("amount", json!("20"))]);
+        let then: Map<_, _> = [("amount".to_string(), json!("10"))].into_iter().collect();
+        stale_since_preview(&then, &then.clone(), &target).unwrap();
+        let now: Map<_, _> = [("amount".to_string(), json!("15"))].into_iter().collect();
+        let e = stale_since_preview(&then, &now, &target).unwrap_err();
+        assert!(
+            matches!(&e, ToolError::InvalidInput(m) if m.contains("amount was \"10\" at the preview and is \"15\" now")),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_marker_goes_into_the_fields_each_crm_reads() {
+        let config = crate::harness::config(&[]);
+        let url = crate::proxy::crm_a(&config, &["crm", "v3", "objects", "notes"], &[]).unwrap();
+        let mut request = Request::json(
+            Crm::Hubspot,
+            crate::http::Method::Post,
+            url,
+            crate::http::Effect::Write,
+            &json!({"properties": {"hs_note_body": "hi"}}),
+        );
+        mark(&mut request, Crm::Hubspot, "made_by_assistant", json!("true"));
+        let body: Value = serde_json::from_slice(request.body.as_deref().unwrap()).unwrap();
+        assert_eq!(body["properties"]["made_by_assistant"], "true");
+        assert_eq!(created_id(br#"{"id":"512","success":true}"#).as_deref(), Some("512"));
+    }
+}

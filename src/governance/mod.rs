@@ -1,0 +1,153 @@
+//! Writes a workspace admin can govern: the policy over objects and fields, preview and
+//! confirmation, the change journal with revert, and the provenance marker.
+//!
+//! Every write tool is called through [`call_write`]: it takes `preview` and
+//! `confirmation_token` off the input, and installs a [`WriteGate`] that every write of the
+//! call passes at [`Session::send`](crate::tool::Session::send), the last seam before the wire.
+
+mod current;
+mod gate;
+mod journal;
+pub mod policy;
+mod target;
+mod tools;
+
+pub use gate::{Mode, Preview, PreviewOutput, PreviewRequest, WriteGate};
+pub use journal::{
+    Change, ChangeEntry, ChangeFilter, ChangeStatus, Confirmation, Journal, JournalError,
+    TokenRefusal,
+};
+pub use policy::{Marker, Rule, WorkspacePolicy};
+pub use target::{WriteKind, WriteTarget};
+pub(crate) use tools::{ListChanges, RevertChange};
+
+use crate::error::{Crm, ToolError};
+use crate::proxy;
+use crate::tool::{Session, Tool};
+use serde_json::{Map, Value};
+
+/// Runs a write tool: reads `preview` and `confirmation_token` off the input, runs the tool
+/// with a gate, and answers with the preview when the gate stopped the write, or with the
+/// tool's output and the journal's `change_id` when it went out.
+pub(crate) fn call_write<T: Tool>(input: &str, session: &mut Session<'_>) -> Result<String, ToolError> {
+    let invalid = |what: String| ToolError::invalid(format!("{}: {what}", T::NAME));
+    let mut fields: Map<String, Value> =
+        serde_json::from_slice(input.as_bytes()).map_err(|e| invalid(e.to_string()))?;
+    let preview = match fields.remove("preview") {
+        None | Some(Value::Bool(false)) => false,
+        Some(Value::Bool(true)) => true,
+        Some(_) => return Err(invalid("preview must be true or false".into())),
+    };
+    let token = match fields.remove("confirmation_token") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(token)) => Some(token),
+        Some(_) => return Err(invalid("confirmation_token must be text".into())),
+    };
+    if preview && token.is_some() {
+        return Err(invalid(
+            "give either preview or confirmation_token: preview first, then apply with the token"
+                .into(),
+        ));
+    }
+    let canonical = canonical(&Value::Object(fields));
+    let parsed: T::Input =
+        serde_json::from_slice(canonical.as_bytes()).map_err(|e| invalid(e.to_string()))?;
+    let mode = if preview {
+        Mode::Preview
+    } else {
+        Mode::Apply { token }
+    };
+    session.gate = Some(WriteGate::new(T::NAME, canonical, mode));
+    let result = T::run(parsed, session);
+    let mut gate = session.gate.take().expect("the gate stays for the whole call");
+    if let Some(stopped) = gate.stopped.take() {
+        let confirmation = session
+            .journal()?
+            .issue(T::NAME, gate.input(), &stopped.current)
+            .map_err(|e| {
+                ToolError::Unavailable(format!("{e}; no confirmation could be issued. Try again shortly"))
+            })?;
+        let config = session.config()?;
+        let root = match stopped.target.crm {
+            Crm::Hubspot => proxy::crm_a(config, &[], &[])?,
+            Crm::Salesforce => proxy::crm_b(config, &[], &[])?,
+        };
+        let confirm = config.policy.confirm_writes;
+        let output = stopped.preview(T::NAME, root.path(), confirmation, confirm);
+        return Ok(serde_json::to_string(&output).expect("a preview serialises"));
+    }
+    let output = result?;
+    if preview {
+        return Err(ToolError::invalid(format!(
+            "{} made no write to preview for this input",
+            T::NAME
+        )));
+    }
+    let text = serde_json::to_string(&output).expect("tool outputs serialise");
+    Ok(match gate.change_id {
+        Some(id) => with_field(text, "change_id", &id),
+        None => text,
+    })
+}
+
+/// A JSON value as text with every object's keys in order, whatever map type serde_json was
+/// built with: two inputs that mean the same are the same text, for a confirmation's binding.
+fn canonical(value: &Value) -> String {
+    fn sorted(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&map[k]))).collect())
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    sorted(value).to_string()
+}
+
+/// Adds a text field to a serialised JSON object.
+fn with_field(mut object: String, name: &str, value: &str) -> String {
+    let field = format!(
+        "{}{}:{}}}",
+        if object.trim_end() == "{}" { "" } else { "," },
+        Value::from(name),
+        Value::from(value)
+    );
+    object.truncate(object.trim_end().len() - 1);
+    object.push_str(&field);
+    object
+}
+
+/// The CRM a tool's journal entries name.
+pub(crate) fn crm_of_label(label: &str) -> Option<Crm> {
+    match label {
+        "hubspot" => Some(Crm::Hubspot),
+        "salesforce" => Some(Crm::Salesforce),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn the_same_input_in_any_key_order_is_one_binding() {
+        let a = canonical(&json!({"b": 1, "a": {"y": [1, {"d": 1, "c": 2}], "x": null}}));
+        let b = canonical(&json!({"a": {"x": null, "y": [1, {"c": 2, "d": 1}]}, "b": 1}));
+        assert_eq!(a, b);
+        assert_eq!(a, r#"{"a":{"x":null,"y":[1,{"c":2,"d":1}]},"b":1}"#);
+    }
+
+    #[test]
+    fn a_change_id_joins_any_object() {
+        assert_eq!(with_field("{}".into(), "change_id", "c1"), r#"{"change_id":"c1"}"#);
+        assert_eq!(
+            with_field(r#"{"id":"5"}"#.into(), "change_id", "c\"1"),
+            r#"{"id":"5","change_id":"c\"1"}"#
+        );
+    }
+}
