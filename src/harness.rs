@@ -136,8 +136,8 @@ impl ResultFiles for DirFiles {
 #[derive(Debug, Default)]
 pub(crate) struct MemoryJournal {
     pub(crate) changes: Vec<Change>,
-    /// Issued tokens: (token, tool, input, values read, used).
-    pub(crate) tokens: Vec<(String, String, String, Map<String, Value>, bool)>,
+    /// Issued tokens: (token, input, values read, used).
+    pub(crate) tokens: Vec<(String, String, Map<String, Value>, bool)>,
 }
 
 impl Journal for MemoryJournal {
@@ -190,40 +190,31 @@ impl Journal for MemoryJournal {
 
     fn issue(
         &mut self,
-        tool: &str,
         input: &str,
         values_read: &Map<String, Value>,
     ) -> Result<Confirmation, JournalError> {
         let token = format!("tok-{}", self.tokens.len() + 1);
         self.tokens
-            .push((token.clone(), tool.into(), input.into(), values_read.clone(), false));
+            .push((token.clone(), input.into(), values_read.clone(), false));
         Ok(Confirmation {
             token,
             expires_at_ms: u64::MAX,
         })
     }
 
-    fn redeem(
-        &mut self,
-        token: &str,
-        tool: &str,
-        input: &str,
-    ) -> Result<Map<String, Value>, TokenRefusal> {
+    fn redeem(&mut self, token: &str, input: &str) -> Result<Map<String, Value>, TokenRefusal> {
         let found = self
             .tokens
             .iter_mut()
             .find(|t| t.0 == token)
             .ok_or(TokenRefusal::Unknown)?;
-        if found.4 {
+        if found.3 {
             return Err(TokenRefusal::Used);
         }
-        if found.1 != tool {
-            return Err(TokenRefusal::OtherTool);
-        }
-        if found.2 != input {
+        if found.1 != input {
             return Err(TokenRefusal::OtherInput);
         }
-        found.4 = true;
-        Ok(found.3.clone())
+        found.3 = true;
+        Ok(found.2.clone())
     }
 }

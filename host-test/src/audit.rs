@@ -16,6 +16,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub enum AuditEvent {
     /// A tool call, written when it ends.
     ToolCall {
+        /// The call's id; the change journal keeps it with every change the call made.
+        call_id: String,
         tenant: String,
         user: String,
         tool: String,
@@ -233,6 +235,7 @@ mod tests {
 
     fn call(n: u64) -> AuditEvent {
         AuditEvent::ToolCall {
+            call_id: format!("{n:016x}"),
             tenant: "acme".into(),
             user: "u".into(),
             tool: format!("tool-{n}"),

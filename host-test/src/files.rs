@@ -18,6 +18,11 @@ const MAX_NAME_LEN: usize = 128;
 pub struct ResultFile {
     file: File,
     written: u64,
+    /// The tenant's policy when it masks fields: each line is masked before it is written, so
+    /// a masked value never reaches the disk.
+    mask: Option<std::sync::Arc<crate::governance::HostPolicy>>,
+    /// The end of the last write, not yet a whole line.
+    partial: Vec<u8>,
 }
 
 /// One tenant's results directory with the per-file size ceiling, as a call's store holds it.
@@ -59,8 +64,14 @@ impl result_files::Host for CallState {
             .create_new(true)
             .open(&path)
             .map_err(|e| format!("creating {name}: {e}"))?;
+        let mask = self.policy.masks().then(|| self.policy.clone());
         self.table
-            .push(ResultFile { file, written: 0 })
+            .push(ResultFile {
+                file,
+                written: 0,
+                mask,
+                partial: Vec::new(),
+            })
             .map_err(|e| e.to_string())
     }
 
@@ -86,13 +97,32 @@ impl result_files::HostResultFile for CallState {
                 "the result file would pass the host's limit of {max} bytes"
             ));
         }
-        file.file.write_all(&bytes).map_err(|e| e.to_string())?;
         file.written += bytes.len() as u64;
-        Ok(())
+        let Some(policy) = file.mask.clone() else {
+            return file.file.write_all(&bytes).map_err(|e| e.to_string());
+        };
+        file.partial.extend_from_slice(&bytes);
+        let Some(end) = file.partial.iter().rposition(|b| *b == b'\n') else {
+            return Ok(());
+        };
+        let whole: Vec<u8> = file.partial.drain(..=end).collect();
+        let mut masked = Vec::with_capacity(whole.len());
+        for line in whole.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+            masked.extend(policy.mask_line(line).unwrap_or_default());
+            masked.push(b'\n');
+        }
+        file.file.write_all(&masked).map_err(|e| e.to_string())
     }
 
     fn drop(&mut self, file: Resource<ResultFile>) -> wasmtime::Result<()> {
-        self.table.delete(file)?;
+        let mut file = self.table.delete(file)?;
+        // A last line without its newline is masked like the others.
+        if let Some(policy) = file.mask.clone()
+            && !file.partial.is_empty()
+            && let Some(line) = policy.mask_line(&file.partial)
+        {
+            file.file.write_all(&line)?;
+        }
         Ok(())
     }
 }

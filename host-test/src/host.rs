@@ -10,6 +10,7 @@ use crate::backend::Backend;
 use crate::bindings::{CallContext, ToolError, ToolMetadata, ToolSpec};
 use crate::connections::Connections;
 use crate::egress::{Integration, Roots};
+use crate::governance::HostPolicy;
 use crate::hooks::{BrokerHooks, BrokerOrigin, Credential, EgressScope};
 use crate::mappings::{MappingDb, MappingLocation};
 use crate::runtime::{PluginVersion, Runtime, TenantResources};
@@ -60,6 +61,8 @@ struct TenantEntry {
     config: Arc<WasiConfigVariables>,
     results_dir: Option<PathBuf>,
     mappings: Arc<MappingDb>,
+    /// The operator's policy for the tenant: hidden tools, masked fields, token lifetime.
+    policy: Arc<HostPolicy>,
     plugin: Arc<PluginVersion>,
 }
 
@@ -159,6 +162,8 @@ impl Host {
             settings.iter().map(|(k, v)| (k.as_str(), v.as_str())),
         );
         settings.push((PROXY_BASE_VAR.into(), spec.proxy_base.to_string()));
+        let policy = HostPolicy::from_settings(settings.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+            .map_err(|e| CallError::BadTenant(spec.tenant_id.clone(), format!("policy: {e}")))?;
         let results_dir = match spec.results_dir {
             Some(dir) => {
                 let bad = |e: std::io::Error| {
@@ -194,6 +199,7 @@ impl Host {
             config: Arc::new(settings.into_iter().collect()),
             results_dir,
             mappings: Arc::new(mappings),
+            policy: Arc::new(policy),
             plugin,
         };
         self.tenants
@@ -232,6 +238,7 @@ impl Host {
             config: old.config.clone(),
             results_dir: old.results_dir.clone(),
             mappings: old.mappings.clone(),
+            policy: old.policy.clone(),
             plugin,
         };
         tenants.insert(tenant_id.into(), Arc::new(entry));
@@ -312,6 +319,7 @@ impl Host {
         tool: &str,
         user_id: &str,
         writes: Arc<AtomicBool>,
+        call_id: Arc<str>,
     ) -> Result<wasmtime::Store<crate::runtime::CallState>, CallError> {
         let limits = self.runtime.limits();
         // Only this tenant's settings, results directory and mapping store.
@@ -320,6 +328,8 @@ impl Host {
             results_dir: entry.results_dir.clone(),
             mappings: entry.mappings.clone(),
             connections: entry.connections.clone(),
+            policy: entry.policy.clone(),
+            call_id,
         };
         let hooks = BrokerHooks {
             tenant: entry.tenant_id.clone(),
@@ -339,15 +349,50 @@ impl Host {
         Ok(self.runtime.store(tenant, hooks, user_id.into()))
     }
 
-    /// The tools the tenant's component offers.
+    /// The tools the tenant's component offers, less those the tenant's policy makes useless.
     pub async fn list_tools(&self, tenant_id: &str) -> Result<Vec<ToolSpec>, CallError> {
-        Ok(self.listing(tenant_id).await?.specs.clone())
+        let policy = self.tenant(tenant_id)?.policy.clone();
+        Ok(self
+            .listing(tenant_id)
+            .await?
+            .specs
+            .iter()
+            .filter(|s| policy.hides(&s.name, s.read_only).is_none())
+            .cloned()
+            .collect())
     }
 
     /// Titles, annotations and output schemas of the same tools, in the same order, from the
     /// component's `tool-metadata` export.
     pub async fn tool_metadata(&self, tenant_id: &str) -> Result<Vec<ToolMetadata>, CallError> {
-        Ok(self.listing(tenant_id).await?.metadata.clone())
+        let policy = self.tenant(tenant_id)?.policy.clone();
+        Ok(self
+            .listing(tenant_id)
+            .await?
+            .metadata
+            .iter()
+            .filter(|m| policy.hides(&m.name, m.annotations.read_only).is_none())
+            .cloned()
+            .collect())
+    }
+
+    /// Refuses a tool the tenant's policy hides, naming the rule, before any component runs.
+    async fn refuse_hidden(&self, entry: &TenantEntry, tool: &str) -> Result<(), CallError> {
+        if !entry.policy.hides(tool, false).is_some() {
+            return Ok(());
+        }
+        let listing = self.listing(&entry.tenant_id).await?;
+        let read_only = listing
+            .specs
+            .iter()
+            .find(|s| s.name == tool)
+            .is_some_and(|s| s.read_only);
+        match entry.policy.hides(tool, read_only) {
+            Some(rule) => Err(CallError::Tool(ToolError::Forbidden(format!(
+                "{rule}. Nothing was sent. Only a workspace admin can change the policy."
+            )))),
+            None => Ok(()),
+        }
     }
 
     /// The tenant's component's tool listing, read from a fresh instance the first time and
@@ -358,7 +403,7 @@ impl Host {
             return Ok(listing.clone());
         }
         // Listing sends nothing: no tool is named, so the policy admits no request.
-        let mut store = self.store(&entry, "", "", Arc::default())?;
+        let mut store = self.store(&entry, "", "", Arc::default(), "".into())?;
         let plugin_error = |e: wasmtime::Error| CallError::Plugin(format!("{e:#}"));
         let instance = entry
             .plugin
@@ -395,6 +440,7 @@ impl Host {
     ) -> Result<String, CallError> {
         let started = Instant::now();
         let writes = Arc::new(AtomicBool::new(false));
+        let call_id: Arc<str> = new_call_id().into();
         let entry = self.tenant(&request.tenant_id);
         let plugin_version = entry
             .as_ref()
@@ -402,7 +448,7 @@ impl Host {
             .unwrap_or_default();
         let (result, peak_memory_bytes) = match entry {
             Ok(entry) => tokio::select! {
-                done = self.run(&entry, &request, writes.clone()) => done,
+                done = self.run(&entry, &request, writes.clone(), call_id.clone()) => done,
                 () = cancelled => (Err(CallError::Cancelled {
                     write_sent: writes.load(Ordering::SeqCst),
                 }), 0),
@@ -410,6 +456,7 @@ impl Host {
             Err(err) => (Err(err), 0),
         };
         self.audit.record(AuditEvent::ToolCall {
+            call_id: call_id.to_string(),
             tenant: request.tenant_id.clone(),
             user: request.user_id.clone(),
             tool: request.tool.clone(),
@@ -430,7 +477,11 @@ impl Host {
         entry: &TenantEntry,
         request: &CallRequest,
         writes: Arc<AtomicBool>,
+        call_id: Arc<str>,
     ) -> (Result<String, CallError>, usize) {
+        if let Err(refused) = self.refuse_hidden(entry, &request.tool).await {
+            return (Err(refused), 0);
+        }
         if let Some(integration) = entry
             .plugin
             .policy
@@ -449,7 +500,8 @@ impl Host {
                 0,
             );
         }
-        let mut store = match self.store(entry, &request.tool, &request.user_id, writes) {
+        let mut store = match self.store(entry, &request.tool, &request.user_id, writes, call_id)
+        {
             Ok(store) => store,
             Err(err) => return (Err(err), 0),
         };
@@ -468,7 +520,8 @@ impl Host {
                 .await
         };
         let result = match tokio::time::timeout(timeout, call).await {
-            Ok(Ok(Ok(output))) => Ok(output),
+            // Masked fields never leave the host, whatever the component answered.
+            Ok(Ok(Ok(output))) => Ok(entry.policy.mask_text(output)),
             Ok(Ok(Err(tool_error))) => Err(CallError::Tool(tool_error)),
             Ok(Err(trap)) => Err(CallError::Plugin(format!("{trap:#}"))),
             Err(_) => Err(CallError::Plugin(format!(
@@ -477,4 +530,19 @@ impl Host {
         };
         (result, store.data().peak_memory_bytes())
     }
+}
+
+/// A fresh id for one call, written on its audit line and kept with every change it journals.
+fn new_call_id() -> String {
+    use ring::rand::SecureRandom;
+    let mut bytes = [0u8; 8];
+    // Without the system's random numbers the time stands in: the id names, it does not guard.
+    if ring::rand::SystemRandom::new().fill(&mut bytes).is_err() {
+        bytes = (std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or_default())
+        .to_be_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -10,6 +10,7 @@
 //! No call moves more than [`MAX_PAGE`] mappings, so neither side holds a large listing whole.
 
 mod change;
+pub mod journal;
 
 pub use change::MappingChange;
 
@@ -129,6 +130,7 @@ impl MappingDb {
         )
         .map_err(text)?;
         change::create_staging(&conn)?;
+        journal::create_tables(&conn)?;
         Ok(MappingDb {
             tenant: tenant.into(),
             conn: Mutex::new(conn),

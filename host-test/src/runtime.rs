@@ -5,7 +5,8 @@
 //! fresh [`Store`] with a memory limit and an epoch deadline, so calls share nothing.
 
 use crate::bindings::PluginPre;
-use crate::bindings::crm::plugin::{mapping_store, result_files};
+use crate::bindings::crm::plugin::{change_journal, mapping_store, result_files};
+use crate::governance::HostPolicy;
 use crate::cache::{CacheOutcome, ComponentCache};
 use crate::connections::Connections;
 use crate::egress::{Integration, Policy};
@@ -79,15 +80,19 @@ pub struct CallState {
     config: Arc<WasiConfigVariables>,
     /// The tenant's results directory, served by `result-files`.
     pub(crate) results: Option<ResultsDir>,
-    hooks: BrokerHooks,
+    pub(crate) hooks: BrokerHooks,
     limits: PeakTracking,
     /// The serving tenant's mapping store, and the user the call acts for.
-    mappings: Arc<MappingDb>,
-    user_id: String,
+    pub(crate) mappings: Arc<MappingDb>,
+    pub(crate) user_id: String,
     /// The tenant's connections, and CRM A's generation when the call began: a sync cut by a
     /// disconnect writes nothing.
     connections: Arc<Connections>,
     crm_a_generation: u64,
+    /// The tenant's policy, for masking result files and timing confirmations.
+    pub(crate) policy: Arc<HostPolicy>,
+    /// The audit trail's id of this call, kept with every change it journals.
+    pub(crate) call_id: Arc<str>,
 }
 
 impl CallState {
@@ -451,6 +456,8 @@ impl Runtime {
             mappings: tenant.mappings,
             crm_a_generation: tenant.connections.generation(Integration::CrmA),
             connections: tenant.connections,
+            policy: tenant.policy,
+            call_id: tenant.call_id,
             hooks,
             user_id,
             limits: PeakTracking {
@@ -476,6 +483,8 @@ pub(crate) struct TenantResources {
     pub(crate) results_dir: Option<std::path::PathBuf>,
     pub(crate) mappings: Arc<MappingDb>,
     pub(crate) connections: Arc<Connections>,
+    pub(crate) policy: Arc<HostPolicy>,
+    pub(crate) call_id: Arc<str>,
 }
 
 /// The interfaces the `plugin` world imports, and nothing else: `wasi:io` and `wasi:http` for
@@ -504,6 +513,7 @@ fn plugin_linker(engine: &Engine) -> wasmtime::Result<Linker<CallState>> {
     wasmtime_wasi_config::add_to_linker(l, |s: &mut CallState| WasiConfig::from(&*s.config))?;
     mapping_store::add_to_linker::<CallState, HasSelf<CallState>>(l, |s| s)?;
     result_files::add_to_linker::<CallState, HasSelf<CallState>>(l, |s| s)?;
+    change_journal::add_to_linker::<CallState, HasSelf<CallState>>(l, |s| s)?;
     Ok(linker)
 }
 

@@ -5,6 +5,7 @@
 
 mod files;
 mod http;
+mod journal;
 mod store;
 
 use crate::config::{Config, ConfigError};
@@ -64,8 +65,10 @@ impl wit::Guest for Plugin {
         };
         let mut store = store::HostMappingStore::default();
         let mut files = files::HostFiles;
-        let mut session =
-            Session::new(&ctx, config.as_ref(), &mut transport).with_store(&mut store);
+        let mut journal = journal::HostJournal;
+        let mut session = Session::new(&ctx, config.as_ref(), &mut transport)
+            .with_store(&mut store)
+            .with_journal(&mut journal);
         if config.as_ref().is_ok_and(|c| c.results.dir.is_some()) {
             session = session.with_files(&mut files);
         }

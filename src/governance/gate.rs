@@ -120,7 +120,7 @@ impl WriteGate {
             Some(token) => {
                 let read = session
                     .journal()?
-                    .redeem(&token, self.tool, &self.input)
+                    .redeem(&token, &self.input)
                     .map_err(|why| {
                         ToolError::invalid(format!(
                             "{why}. Nothing was sent: call {} with \"preview\": true again for \

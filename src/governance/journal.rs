@@ -25,7 +25,7 @@ pub enum ChangeStatus {
 pub struct ChangeEntry {
     /// `hubspot` or `salesforce`.
     pub crm: &'static str,
-    /// The tool that made it.
+    /// The tool that made it (the host records the call's own tool).
     pub tool: String,
     /// `create`, `update`, `merge` or `association`.
     pub kind: &'static str,
@@ -124,11 +124,10 @@ pub trait Journal {
     fn list(&mut self, filter: &ChangeFilter, limit: u32) -> Result<Vec<Change>, JournalError>;
     /// One change by id.
     fn get(&mut self, id: &str) -> Result<Option<Change>, JournalError>;
-    /// Signs a confirmation for this tenant, user and `tool`, bound to the canonical `input`
-    /// and the values read for the preview.
+    /// Signs a confirmation for this tenant, user and tool (the host knows all three), bound
+    /// to the canonical `input` and the values read for the preview.
     fn issue(
         &mut self,
-        tool: &str,
         input: &str,
         values_read: &Map<String, Value>,
     ) -> Result<Confirmation, JournalError>;
@@ -137,7 +136,6 @@ pub trait Journal {
     fn redeem(
         &mut self,
         token: &str,
-        tool: &str,
         input: &str,
     ) -> Result<Map<String, Value>, TokenRefusal>;
 }

@@ -63,7 +63,7 @@ pub(crate) fn call_write<T: Tool>(input: &str, session: &mut Session<'_>) -> Res
     if let Some(stopped) = gate.stopped.take() {
         let confirmation = session
             .journal()?
-            .issue(T::NAME, gate.input(), &stopped.current)
+            .issue(gate.input(), &stopped.current)
             .map_err(|e| {
                 ToolError::Unavailable(format!("{e}; no confirmation could be issued. Try again shortly"))
             })?;

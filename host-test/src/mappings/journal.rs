@@ -1,0 +1,546 @@
+//! The tenant's change journal and write confirmations, in the tenant's own SQLite file beside
+//! its mappings, so they survive restarts and every host on the file sees them. Rows are never
+//! deleted: a settled change keeps its row, a used token is marked used.
+//!
+//! A confirmation token is `cf1.{id}.{mac}`: a random id naming the row, and an HMAC-SHA256
+//! (key kept in the same file, made at first use) over the tenant, user, tool, input digest,
+//! expiry and id. A token from another tenant's file names no row here; an altered one fails
+//! its MAC.
+
+use super::{MappingDb, now_ms, text};
+use ring::hmac;
+use ring::rand::{SecureRandom, SystemRandom};
+use rusqlite::{Connection, OptionalExtension, params};
+use sha2::{Digest, Sha256};
+
+/// What a change does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Create,
+    Update,
+    Merge,
+    Association,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Create => "create",
+            Kind::Update => "update",
+            Kind::Merge => "merge",
+            Kind::Association => "association",
+        }
+    }
+
+    fn from_name(name: &str) -> Kind {
+        match name {
+            "create" => Kind::Create,
+            "update" => Kind::Update,
+            "merge" => Kind::Merge,
+            _ => Kind::Association,
+        }
+    }
+}
+
+/// What became of a change's write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Pending,
+    Applied,
+    Failed,
+    Unknown,
+}
+
+impl Status {
+    fn name(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Applied => "applied",
+            Status::Failed => "failed",
+            Status::Unknown => "unknown",
+        }
+    }
+
+    fn from_name(name: &str) -> Status {
+        match name {
+            "applied" => Status::Applied,
+            "failed" => Status::Failed,
+            "unknown" => Status::Unknown,
+            _ => Status::Pending,
+        }
+    }
+}
+
+/// One journalled change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JournalRow {
+    pub id: String,
+    pub at_ms: i64,
+    pub user_id: String,
+    pub tool: String,
+    pub call_id: String,
+    pub status: Status,
+    pub crm: String,
+    pub kind: Kind,
+    pub object: String,
+    pub record_id: Option<String>,
+    /// JSON objects.
+    pub old_values: String,
+    pub new_values: String,
+    pub reverts: Option<String>,
+}
+
+/// Who and what a journal entry or a token is bound to: the host's own knowledge of the call.
+#[derive(Debug, Clone)]
+pub struct CallIdentity<'a> {
+    pub user_id: &'a str,
+    pub tool: &'a str,
+    pub call_id: &'a str,
+}
+
+/// Why a token was not redeemed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    Unknown,
+    Used,
+    Expired,
+    OtherUser,
+    OtherTool,
+    OtherInput,
+    Store(String),
+}
+
+/// A change to journal, as the component describes it.
+#[derive(Debug, Clone)]
+pub struct NewChange<'a> {
+    pub crm: &'a str,
+    pub kind: Kind,
+    pub object: &'a str,
+    pub record_id: Option<&'a str>,
+    pub old_values: &'a str,
+    pub new_values: &'a str,
+    pub reverts: Option<&'a str>,
+}
+
+/// Largest value set one change may carry.
+const MAX_VALUES_BYTES: usize = 256 << 10;
+
+pub(super) fn create_tables(conn: &Connection) -> Result<(), String> {
+    conn.execute_batch(
+        "CREATE TABLE IF NOT EXISTS changes (
+             seq        INTEGER PRIMARY KEY,
+             id         TEXT    NOT NULL UNIQUE,
+             tenant     TEXT    NOT NULL,
+             at_ms      INTEGER NOT NULL,
+             user_id    TEXT    NOT NULL,
+             tool       TEXT    NOT NULL,
+             call_id    TEXT    NOT NULL,
+             status     TEXT    NOT NULL CHECK (status IN ('pending', 'applied', 'failed', 'unknown')),
+             crm        TEXT    NOT NULL CHECK (crm IN ('hubspot', 'salesforce')),
+             kind       TEXT    NOT NULL CHECK (kind IN ('create', 'update', 'merge', 'association')),
+             object     TEXT    NOT NULL,
+             record_id  TEXT,
+             old_values TEXT    NOT NULL CHECK (json_valid(old_values)),
+             new_values TEXT    NOT NULL CHECK (json_valid(new_values)),
+             reverts    TEXT
+         );
+         CREATE INDEX IF NOT EXISTS changes_by_record ON changes (tenant, record_id);
+         CREATE TABLE IF NOT EXISTS confirmations (
+             id           TEXT    PRIMARY KEY,
+             tenant       TEXT    NOT NULL,
+             user_id      TEXT    NOT NULL,
+             tool         TEXT    NOT NULL,
+             input_sha256 TEXT    NOT NULL,
+             values_read  TEXT    NOT NULL CHECK (json_valid(values_read)),
+             expires_ms   INTEGER NOT NULL,
+             used_at_ms   INTEGER
+         );
+         CREATE TABLE IF NOT EXISTS host_keys (
+             name  TEXT PRIMARY KEY,
+             value BLOB NOT NULL
+         );",
+    )
+    .map_err(text)
+}
+
+fn random_hex(bytes: usize) -> Result<String, String> {
+    let mut buf = vec![0u8; bytes];
+    SystemRandom::new()
+        .fill(&mut buf)
+        .map_err(|_| "no secure random numbers".to_string())?;
+    Ok(hex(&buf))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Compares in time that depends only on the length, so a MAC cannot be guessed byte by byte.
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+fn sha256(text: &str) -> String {
+    hex(&Sha256::digest(text.as_bytes()))
+}
+
+fn json_object(what: &str, text: &str) -> Result<(), String> {
+    if text.len() > MAX_VALUES_BYTES {
+        return Err(format!("{what} is larger than {MAX_VALUES_BYTES} bytes"));
+    }
+    match serde_json::from_str::<serde_json::Value>(text) {
+        Ok(serde_json::Value::Object(_)) => Ok(()),
+        _ => Err(format!("{what} is not a JSON object")),
+    }
+}
+
+fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<JournalRow> {
+    Ok(JournalRow {
+        id: r.get(0)?,
+        at_ms: r.get(1)?,
+        user_id: r.get(2)?,
+        tool: r.get(3)?,
+        call_id: r.get(4)?,
+        status: Status::from_name(&r.get::<_, String>(5)?),
+        crm: r.get(6)?,
+        kind: Kind::from_name(&r.get::<_, String>(7)?),
+        object: r.get(8)?,
+        record_id: r.get(9)?,
+        old_values: r.get(10)?,
+        new_values: r.get(11)?,
+        reverts: r.get(12)?,
+    })
+}
+
+const COLUMNS: &str = "id, at_ms, user_id, tool, call_id, status, crm, kind, object, record_id, \
+                       old_values, new_values, reverts";
+
+impl MappingDb {
+    /// Journals a change before its write is sent; returns its id.
+    pub fn journal_change(
+        &self,
+        who: &CallIdentity<'_>,
+        change: &NewChange<'_>,
+    ) -> Result<String, String> {
+        if !matches!(change.crm, "hubspot" | "salesforce") {
+            return Err(format!("unknown CRM {:?}", change.crm));
+        }
+        super::check_key("object type", change.object)?;
+        if let Some(id) = change.record_id {
+            super::check_key("record id", id)?;
+        }
+        json_object("old-values", change.old_values)?;
+        json_object("new-values", change.new_values)?;
+        let id = format!("chg_{}", random_hex(12)?);
+        self.conn()
+            .execute(
+                "INSERT INTO changes (id, tenant, at_ms, user_id, tool, call_id, status, crm, kind,
+                     object, record_id, old_values, new_values, reverts)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                params![
+                    id,
+                    &*self.tenant,
+                    now_ms(),
+                    who.user_id,
+                    who.tool,
+                    who.call_id,
+                    change.crm,
+                    change.kind.name(),
+                    change.object,
+                    change.record_id,
+                    change.old_values,
+                    change.new_values,
+                    change.reverts
+                ],
+            )
+            .map_err(text)?;
+        Ok(id)
+    }
+
+    /// Records what became of a change made by this call, and a created record's id.
+    pub fn settle_change(
+        &self,
+        who: &CallIdentity<'_>,
+        id: &str,
+        status: Status,
+        record_id: Option<&str>,
+    ) -> Result<(), String> {
+        if let Some(id) = record_id {
+            super::check_key("record id", id)?;
+        }
+        // Only the call that journalled a change settles it, and only once.
+        let changed = self
+            .conn()
+            .execute(
+                "UPDATE changes SET status = ?1, record_id = COALESCE(record_id, ?2)
+                 WHERE tenant = ?3 AND id = ?4 AND call_id = ?5 AND status = 'pending'",
+                params![status.name(), record_id, &*self.tenant, id, who.call_id],
+            )
+            .map_err(text)?;
+        if changed == 1 {
+            Ok(())
+        } else {
+            Err(format!("no pending change {id:?} of this call"))
+        }
+    }
+
+    /// Up to `limit` of this tenant's changes, newest first, matching every filter given.
+    pub fn list_changes(
+        &self,
+        user_id: Option<&str>,
+        record_id: Option<&str>,
+        object: Option<&str>,
+        limit: u32,
+    ) -> Result<Vec<JournalRow>, String> {
+        let conn = self.conn();
+        let mut statement = conn
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM changes WHERE tenant = ?1
+                   AND (?2 IS NULL OR user_id = ?2)
+                   AND (?3 IS NULL OR record_id = ?3)
+                   AND (?4 IS NULL OR object = ?4 COLLATE NOCASE)
+                 ORDER BY seq DESC LIMIT ?5"
+            ))
+            .map_err(text)?;
+        let rows = statement
+            .query_map(
+                params![&*self.tenant, user_id, record_id, object, limit.clamp(1, 100)],
+                row,
+            )
+            .map_err(text)?;
+        rows.collect::<Result<_, _>>().map_err(text)
+    }
+
+    /// One of this tenant's changes.
+    pub fn change(&self, id: &str) -> Result<Option<JournalRow>, String> {
+        self.conn()
+            .query_row(
+                &format!("SELECT {COLUMNS} FROM changes WHERE tenant = ?1 AND id = ?2"),
+                params![&*self.tenant, id],
+                row,
+            )
+            .optional()
+            .map_err(text)
+    }
+
+    /// The tenant file's signing key, made at first use.
+    fn signing_key(&self) -> Result<hmac::Key, String> {
+        let conn = self.conn();
+        let existing: Option<Vec<u8>> = conn
+            .query_row(
+                "SELECT value FROM host_keys WHERE name = 'confirmations'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(text)?;
+        let key = match existing {
+            Some(key) => key,
+            None => {
+                let mut key = vec![0u8; 32];
+                SystemRandom::new()
+                    .fill(&mut key)
+                    .map_err(|_| "no secure random numbers".to_string())?;
+                // Another host on the file may have made one meanwhile: theirs wins.
+                conn.execute(
+                    "INSERT OR IGNORE INTO host_keys (name, value) VALUES ('confirmations', ?1)",
+                    params![key],
+                )
+                .map_err(text)?;
+                conn.query_row(
+                    "SELECT value FROM host_keys WHERE name = 'confirmations'",
+                    [],
+                    |r| r.get(0),
+                )
+                .map_err(text)?
+            }
+        };
+        Ok(hmac::Key::new(hmac::HMAC_SHA256, &key))
+    }
+
+    fn mac(
+        &self,
+        key: &hmac::Key,
+        who: &CallIdentity<'_>,
+        input_sha256: &str,
+        expires_ms: i64,
+        id: &str,
+    ) -> String {
+        let message = [
+            &*self.tenant,
+            who.user_id,
+            who.tool,
+            input_sha256,
+            &expires_ms.to_string(),
+            id,
+        ]
+        .join("\u{0}");
+        hex(&hmac::sign(key, message.as_bytes()).as_ref()[..16])
+    }
+
+    /// Signs a confirmation for this tenant, user and tool, bound to `input` and the values read
+    /// for the preview; good for `ttl_ms`. Returns the token and when it expires.
+    pub fn issue_confirmation(
+        &self,
+        who: &CallIdentity<'_>,
+        input: &str,
+        values_read: &str,
+        ttl_ms: i64,
+    ) -> Result<(String, i64), String> {
+        json_object("values-read", values_read)?;
+        let key = self.signing_key()?;
+        let id = random_hex(16)?;
+        let input_sha256 = sha256(input);
+        let expires_ms = now_ms() + ttl_ms;
+        let mac = self.mac(&key, who, &input_sha256, expires_ms, &id);
+        self.conn()
+            .execute(
+                "INSERT INTO confirmations (id, tenant, user_id, tool, input_sha256, values_read, expires_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![id, &*self.tenant, who.user_id, who.tool, input_sha256, values_read, expires_ms],
+            )
+            .map_err(text)?;
+        Ok((format!("cf1.{id}.{mac}"), expires_ms))
+    }
+
+    /// Uses up a token once; returns the values read for its preview.
+    pub fn redeem_confirmation(
+        &self,
+        who: &CallIdentity<'_>,
+        token: &str,
+        input: &str,
+    ) -> Result<String, Refusal> {
+        let store = |e: String| Refusal::Store(e);
+        let mut parts = token.split('.');
+        let (Some("cf1"), Some(id), Some(mac), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(Refusal::Unknown);
+        };
+        let found: Option<(String, String, String, String, i64, Option<i64>)> = self
+            .conn()
+            .query_row(
+                "SELECT user_id, tool, input_sha256, values_read, expires_ms, used_at_ms
+                 FROM confirmations WHERE tenant = ?1 AND id = ?2",
+                params![&*self.tenant, id],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
+            )
+            .optional()
+            .map_err(|e| store(text(e)))?;
+        let Some((user_id, tool, input_sha256, values_read, expires_ms, used)) = found else {
+            return Err(Refusal::Unknown);
+        };
+        let key = self.signing_key().map_err(store)?;
+        let issued_to = CallIdentity {
+            user_id: &user_id,
+            tool: &tool,
+            call_id: "",
+        };
+        let expected = self.mac(&key, &issued_to, &input_sha256, expires_ms, id);
+        if !same_bytes(expected.as_bytes(), mac.as_bytes()) {
+            return Err(Refusal::Unknown);
+        }
+        if used.is_some() {
+            return Err(Refusal::Used);
+        }
+        if user_id != who.user_id {
+            return Err(Refusal::OtherUser);
+        }
+        if tool != who.tool {
+            return Err(Refusal::OtherTool);
+        }
+        if input_sha256 != sha256(input) {
+            return Err(Refusal::OtherInput);
+        }
+        let now = now_ms();
+        if now >= expires_ms {
+            return Err(Refusal::Expired);
+        }
+        // Single use, even between two hosts on the file: only one update finds it unused.
+        let claimed = self
+            .conn()
+            .execute(
+                "UPDATE confirmations SET used_at_ms = ?1
+                 WHERE tenant = ?2 AND id = ?3 AND used_at_ms IS NULL",
+                params![now, &*self.tenant, id],
+            )
+            .map_err(|e| store(text(e)))?;
+        if claimed == 1 {
+            Ok(values_read)
+        } else {
+            Err(Refusal::Used)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mappings::MappingLocation;
+
+    fn who<'a>(user: &'a str, tool: &'a str) -> CallIdentity<'a> {
+        CallIdentity {
+            user_id: user,
+            tool,
+            call_id: "call-1",
+        }
+    }
+
+    #[test]
+    fn a_token_is_good_once_for_its_user_tool_and_input_only() {
+        let db = MappingDb::open("acme", &MappingLocation::Memory).unwrap();
+        let ana = who("ana", "crma_update_record");
+        let (token, _) = db
+            .issue_confirmation(&ana, "{\"a\":1}", r#"{"amount":"10"}"#, 60_000)
+            .unwrap();
+        let tampered = format!("{}0", &token[..token.len() - 1]);
+        assert_eq!(db.redeem_confirmation(&ana, &tampered, "{\"a\":1}"), Err(Refusal::Unknown));
+        assert_eq!(
+            db.redeem_confirmation(&who("bo", "crma_update_record"), &token, "{\"a\":1}"),
+            Err(Refusal::OtherUser)
+        );
+        assert_eq!(
+            db.redeem_confirmation(&who("ana", "crmb_update_record"), &token, "{\"a\":1}"),
+            Err(Refusal::OtherTool)
+        );
+        assert_eq!(db.redeem_confirmation(&ana, &token, "{\"a\":2}"), Err(Refusal::OtherInput));
+        assert_eq!(
+            db.redeem_confirmation(&ana, &token, "{\"a\":1}").as_deref(),
+            Ok(r#"{"amount":"10"}"#)
+        );
+        assert_eq!(db.redeem_confirmation(&ana, &token, "{\"a\":1}"), Err(Refusal::Used));
+        let (expired, _) = db.issue_confirmation(&ana, "{}", "{}", 0).unwrap();
+        assert_eq!(db.redeem_confirmation(&ana, &expired, "{}"), Err(Refusal::Expired));
+        // Another tenant's store knows none of this tenant's tokens.
+        let other = MappingDb::open("globex", &MappingLocation::Memory).unwrap();
+        let (theirs, _) = other.issue_confirmation(&ana, "{}", "{}", 60_000).unwrap();
+        assert_eq!(db.redeem_confirmation(&ana, &theirs, "{}"), Err(Refusal::Unknown));
+    }
+
+    #[test]
+    fn changes_are_kept_settled_once_and_listed_newest_first() {
+        let db = MappingDb::open("acme", &MappingLocation::Memory).unwrap();
+        let ana = who("ana", "crma_update_record");
+        let change = |record: &'static str| NewChange {
+            crm: "hubspot",
+            kind: Kind::Update,
+            object: "deals",
+            record_id: Some(record),
+            old_values: r#"{"amount":"10"}"#,
+            new_values: r#"{"amount":"20"}"#,
+            reverts: None,
+        };
+        let first = db.journal_change(&ana, &change("1")).unwrap();
+        let second = db.journal_change(&ana, &change("2")).unwrap();
+        db.settle_change(&ana, &first, Status::Applied, None).unwrap();
+        assert!(db.settle_change(&ana, &first, Status::Failed, None).is_err());
+        let other_call = CallIdentity { call_id: "call-2", ..ana.clone() };
+        assert!(db.settle_change(&other_call, &second, Status::Applied, None).is_err());
+        let all = db.list_changes(None, None, None, 10).unwrap();
+        assert_eq!(all.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), [&second, &first]);
+        assert_eq!(all[1].status, Status::Applied);
+        assert_eq!(db.list_changes(None, Some("1"), Some("DEALS"), 10).unwrap().len(), 1);
+        assert!(db.list_changes(Some("bo"), None, None, 10).unwrap().is_empty());
+        assert!(db.journal_change(&ana, &NewChange { old_values: "[]", ..change("3") }).is_err());
+    }
+}
