@@ -90,18 +90,29 @@ impl HostPolicy {
             Some(list) => !needs.iter().any(|n| list.iter().any(|l| l == n)),
         };
         let (setting, hidden) = match tool {
-            "crma_merge_companies" => ("CRM_POLICY_CRM_A_WRITABLE", useless(&self.crm_a_writable, &["companies"])),
-            "crma_log_activity" => ("CRM_POLICY_CRM_A_WRITABLE", useless(&self.crm_a_writable, &ACTIVITY_TYPES)),
-            t if t.starts_with("crma_") => ("CRM_POLICY_CRM_A_WRITABLE", useless(&self.crm_a_writable, &[])),
-            t if t.starts_with("crmb_") => ("CRM_POLICY_CRM_B_WRITABLE", useless(&self.crm_b_writable, &[])),
+            "crma_merge_companies" => (
+                "CRM_POLICY_CRM_A_WRITABLE",
+                useless(&self.crm_a_writable, &["companies"]),
+            ),
+            "crma_log_activity" => (
+                "CRM_POLICY_CRM_A_WRITABLE",
+                useless(&self.crm_a_writable, &ACTIVITY_TYPES),
+            ),
+            t if t.starts_with("crma_") => (
+                "CRM_POLICY_CRM_A_WRITABLE",
+                useless(&self.crm_a_writable, &[]),
+            ),
+            t if t.starts_with("crmb_") => (
+                "CRM_POLICY_CRM_B_WRITABLE",
+                useless(&self.crm_b_writable, &[]),
+            ),
             _ => (
                 "CRM_POLICY_CRM_A_WRITABLE and CRM_POLICY_CRM_B_WRITABLE",
                 useless(&self.crm_a_writable, &[]) && useless(&self.crm_b_writable, &[]),
             ),
         };
-        hidden.then(|| {
-            format!("the workspace policy ({setting}) leaves {tool} nothing it may write")
-        })
+        hidden
+            .then(|| format!("the workspace policy ({setting}) leaves {tool} nothing it may write"))
     }
 
     /// Whether anything is masked at all.
@@ -166,15 +177,31 @@ mod tests {
         let open = policy(&[]);
         assert!(open.hides("crma_update_record", false).is_none());
         let read_only = policy(&[("CRM_POLICY_READ_ONLY", "true")]);
-        assert!(read_only.hides("crmb_create_record", false).unwrap().contains("CRM_POLICY_READ_ONLY"));
+        assert!(
+            read_only
+                .hides("crmb_create_record", false)
+                .unwrap()
+                .contains("CRM_POLICY_READ_ONLY")
+        );
         assert!(read_only.hides("crmb_run_soql_query", true).is_none());
-        let contacts_only = policy(&[("CRM_POLICY_CRM_A_WRITABLE", "contacts"), ("CRM_POLICY_CRM_B_WRITABLE", "none")]);
+        let contacts_only = policy(&[
+            ("CRM_POLICY_CRM_A_WRITABLE", "contacts"),
+            ("CRM_POLICY_CRM_B_WRITABLE", "none"),
+        ]);
         assert!(contacts_only.hides("crma_update_record", false).is_none());
         assert!(contacts_only.hides("crma_merge_companies", false).is_some());
         assert!(contacts_only.hides("crma_log_activity", false).is_some());
-        assert!(contacts_only.hides("crmb_update_record", false).unwrap().contains("CRM_POLICY_CRM_B_WRITABLE"));
+        assert!(
+            contacts_only
+                .hides("crmb_update_record", false)
+                .unwrap()
+                .contains("CRM_POLICY_CRM_B_WRITABLE")
+        );
         assert!(contacts_only.hides("crm_revert_change", false).is_none());
-        let nothing = policy(&[("CRM_POLICY_CRM_A_WRITABLE", "none"), ("CRM_POLICY_CRM_B_WRITABLE", "none")]);
+        let nothing = policy(&[
+            ("CRM_POLICY_CRM_A_WRITABLE", "none"),
+            ("CRM_POLICY_CRM_B_WRITABLE", "none"),
+        ]);
         assert!(nothing.hides("crm_revert_change", false).is_some());
         assert!(HostPolicy::from_settings([("CRM_POLICY_READ_ONLY", "yes")]).is_err());
     }
@@ -189,7 +216,10 @@ mod tests {
         assert_eq!(v["records"][0]["Account"]["SSN__c"], MASKED);
         assert_eq!(v["properties"], json!({"hs_ssn": MASKED, "email": "a@b"}));
         assert_eq!(v["empty"]["hs_ssn"], Value::Null);
-        assert_eq!(p.mask_line(br#"{"SSN__c":"1"}"#).unwrap(), format!(r#"{{"SSN__c":"{MASKED}"}}"#).into_bytes());
+        assert_eq!(
+            p.mask_line(br#"{"SSN__c":"1"}"#).unwrap(),
+            format!(r#"{{"SSN__c":"{MASKED}"}}"#).into_bytes()
+        );
         assert_eq!(p.mask_line(b"{not json"), None);
     }
 }

@@ -162,8 +162,11 @@ impl Host {
             settings.iter().map(|(k, v)| (k.as_str(), v.as_str())),
         );
         settings.push((PROXY_BASE_VAR.into(), spec.proxy_base.to_string()));
-        let policy = HostPolicy::from_settings(settings.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-            .map_err(|e| CallError::BadTenant(spec.tenant_id.clone(), format!("policy: {e}")))?;
+        let policy =
+            HostPolicy::from_settings(settings.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+                .map_err(|e| {
+                    CallError::BadTenant(spec.tenant_id.clone(), format!("policy: {e}"))
+                })?;
         let results_dir = match spec.results_dir {
             Some(dir) => {
                 let bad = |e: std::io::Error| {
@@ -500,8 +503,7 @@ impl Host {
                 0,
             );
         }
-        let mut store = match self.store(entry, &request.tool, &request.user_id, writes, call_id)
-        {
+        let mut store = match self.store(entry, &request.tool, &request.user_id, writes, call_id) {
             Ok(store) => store,
             Err(err) => return (Err(err), 0),
         };

@@ -6,11 +6,11 @@
 
 use crate::bindings::PluginPre;
 use crate::bindings::crm::plugin::{change_journal, mapping_store, result_files};
-use crate::governance::HostPolicy;
 use crate::cache::{CacheOutcome, ComponentCache};
 use crate::connections::Connections;
 use crate::egress::{Integration, Policy};
 use crate::files::ResultsDir;
+use crate::governance::HostPolicy;
 use crate::hooks::BrokerHooks;
 use crate::mappings::{MappingChange, MappingDb, StoredMapping};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -43,7 +43,11 @@ fn from_wit(change: wit::Change) -> Result<Change, JournalError> {
             wit::ChangeStatus::Unknown => ChangeStatus::Unknown,
         },
         entry: ChangeEntry {
-            crm: if e.crm == "salesforce" { "salesforce" } else { "hubspot" },
+            crm: if e.crm == "salesforce" {
+                "salesforce"
+            } else {
+                "hubspot"
+            },
             tool: change.tool,
             kind: match e.kind {
                 wit::ChangeKind::Create => "create",
@@ -103,7 +107,10 @@ impl Journal for HostJournal {
     }
 
     fn get(&mut self, id: &str) -> Result<Option<Change>, JournalError> {
-        wit::get_change(id).map_err(JournalError)?.map(from_wit).transpose()
+        wit::get_change(id)
+            .map_err(JournalError)?
+            .map(from_wit)
+            .transpose()
     }
 
     fn issue(

@@ -149,7 +149,10 @@ mod tests {
         );
         assert_eq!(current.values["accountnumber"], json!("CD656092"));
         assert_eq!(current.values["Phone"], Value::Null);
-        assert_eq!(current.last_changed_by.as_deref(), Some("005D0000001KyEIIA0"));
+        assert_eq!(
+            current.last_changed_by.as_deref(),
+            Some("005D0000001KyEIIA0")
+        );
     }
 
     #[test]

@@ -282,7 +282,13 @@ pub struct PreviewRequest {
 
 impl Stopped {
     /// The preview of this stopped write, with its confirmation.
-    pub(crate) fn preview(self, tool: &str, root_path: &str, confirmation: Confirmation, confirm_required: bool) -> PreviewOutput {
+    pub(crate) fn preview(
+        self,
+        tool: &str,
+        root_path: &str,
+        confirmation: Confirmation,
+        confirm_required: bool,
+    ) -> PreviewOutput {
         let path = self
             .request
             .url
@@ -346,7 +352,10 @@ mod tests {
                 record_id: "7".into(),
             },
             object: "deals".into(),
-            fields: fields.iter().map(|(k, v)| (k.to_string(), v.clone())).collect(),
+            fields: fields
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
         }
     }
 
@@ -374,9 +383,17 @@ mod tests {
             crate::http::Effect::Write,
             &json!({"properties": {"hs_note_body": "hi"}}),
         );
-        mark(&mut request, Crm::Hubspot, "made_by_assistant", json!("true"));
+        mark(
+            &mut request,
+            Crm::Hubspot,
+            "made_by_assistant",
+            json!("true"),
+        );
         let body: Value = serde_json::from_slice(request.body.as_deref().unwrap()).unwrap();
         assert_eq!(body["properties"]["made_by_assistant"], "true");
-        assert_eq!(created_id(br#"{"id":"512","success":true}"#).as_deref(), Some("512"));
+        assert_eq!(
+            created_id(br#"{"id":"512","success":true}"#).as_deref(),
+            Some("512")
+        );
     }
 }

@@ -133,9 +133,5 @@ pub trait Journal {
     ) -> Result<Confirmation, JournalError>;
     /// Uses up a token, once: returns the values read for its preview when the token was
     /// issued for this tenant, user, tool and input and is still good.
-    fn redeem(
-        &mut self,
-        token: &str,
-        input: &str,
-    ) -> Result<Map<String, Value>, TokenRefusal>;
+    fn redeem(&mut self, token: &str, input: &str) -> Result<Map<String, Value>, TokenRefusal>;
 }

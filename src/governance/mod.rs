@@ -29,7 +29,10 @@ use serde_json::{Map, Value};
 /// Runs a write tool: reads `preview` and `confirmation_token` off the input, runs the tool
 /// with a gate, and answers with the preview when the gate stopped the write, or with the
 /// tool's output and the journal's `change_id` when it went out.
-pub(crate) fn call_write<T: Tool>(input: &str, session: &mut Session<'_>) -> Result<String, ToolError> {
+pub(crate) fn call_write<T: Tool>(
+    input: &str,
+    session: &mut Session<'_>,
+) -> Result<String, ToolError> {
     let invalid = |what: String| ToolError::invalid(format!("{}: {what}", T::NAME));
     let mut fields: Map<String, Value> =
         serde_json::from_slice(input.as_bytes()).map_err(|e| invalid(e.to_string()))?;
@@ -59,13 +62,18 @@ pub(crate) fn call_write<T: Tool>(input: &str, session: &mut Session<'_>) -> Res
     };
     session.gate = Some(WriteGate::new(T::NAME, canonical, mode));
     let result = T::run(parsed, session);
-    let mut gate = session.gate.take().expect("the gate stays for the whole call");
+    let mut gate = session
+        .gate
+        .take()
+        .expect("the gate stays for the whole call");
     if let Some(stopped) = gate.stopped.take() {
         let confirmation = session
             .journal()?
             .issue(gate.input(), &stopped.current)
             .map_err(|e| {
-                ToolError::Unavailable(format!("{e}; no confirmation could be issued. Try again shortly"))
+                ToolError::Unavailable(format!(
+                    "{e}; no confirmation could be issued. Try again shortly"
+                ))
             })?;
         let config = session.config()?;
         let root = match stopped.target.crm {
@@ -98,7 +106,11 @@ fn canonical(value: &Value) -> String {
             Value::Object(map) => {
                 let mut keys: Vec<&String> = map.keys().collect();
                 keys.sort();
-                Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&map[k]))).collect())
+                Value::Object(
+                    keys.into_iter()
+                        .map(|k| (k.clone(), sorted(&map[k])))
+                        .collect(),
+                )
             }
             Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
             other => other.clone(),
@@ -144,7 +156,10 @@ mod tests {
 
     #[test]
     fn a_change_id_joins_any_object() {
-        assert_eq!(with_field("{}".into(), "change_id", "c1"), r#"{"change_id":"c1"}"#);
+        assert_eq!(
+            with_field("{}".into(), "change_id", "c1"),
+            r#"{"change_id":"c1"}"#
+        );
         assert_eq!(
             with_field(r#"{"id":"5"}"#.into(), "change_id", "c\"1"),
             r#"{"id":"5","change_id":"c\"1"}"#

@@ -118,10 +118,15 @@ impl WorkspacePolicy {
         let marker = |key: &'static str| get(key).map(|v| marker(key, v)).transpose();
         let max_records = match get(keys::MAX_RECORDS) {
             None => None,
-            Some(v) => Some(v.parse::<u64>().ok().filter(|n| *n >= 1).ok_or(ConfigError {
-                key: keys::MAX_RECORDS,
-                problem: format!("{v:?} is not a whole number of at least 1"),
-            })?),
+            Some(v) => Some(
+                v.parse::<u64>()
+                    .ok()
+                    .filter(|n| *n >= 1)
+                    .ok_or(ConfigError {
+                        key: keys::MAX_RECORDS,
+                        problem: format!("{v:?} is not a whole number of at least 1"),
+                    })?,
+            ),
         };
         Ok(WorkspacePolicy {
             read_only: flag(keys::READ_ONLY)?,
@@ -143,7 +148,10 @@ impl WorkspacePolicy {
 
     /// Refuses a masked field named in a request (a filter, a sort, a property asked for):
     /// naming it would let its values be probed even though they are never shown.
-    pub fn refuse_masked<'f>(&self, fields: impl IntoIterator<Item = &'f str>) -> Result<(), ToolError> {
+    pub fn refuse_masked<'f>(
+        &self,
+        fields: impl IntoIterator<Item = &'f str>,
+    ) -> Result<(), ToolError> {
         match fields.into_iter().find(|f| self.is_masked(f)) {
             Some(field) => Err(Rule::Masked.refuse(format!(
                 "field {field} is masked, so it cannot be read, filtered or sorted on"
@@ -177,7 +185,11 @@ impl WorkspacePolicy {
         if let Some(list) = writable
             && !contains(list, &target.object)
         {
-            let listed = if list.is_empty() { "none".to_string() } else { list.join(", ") };
+            let listed = if list.is_empty() {
+                "none".to_string()
+            } else {
+                list.join(", ")
+            };
             let verb = match target.kind {
                 WriteKind::Associate { .. } => "link records of",
                 _ => "write",
@@ -188,10 +200,13 @@ impl WorkspacePolicy {
                 target.object
             )));
         }
-        if let Some(field) = target.fields.keys().find(|f| contains(&self.never_written, f)) {
-            return Err(Rule::NeverWritten.refuse(format!(
-                "field {field} is never written by the assistant"
-            )));
+        if let Some(field) = target
+            .fields
+            .keys()
+            .find(|f| contains(&self.never_written, f))
+        {
+            return Err(Rule::NeverWritten
+                .refuse(format!("field {field} is never written by the assistant")));
         }
         Ok(())
     }
@@ -231,7 +246,9 @@ fn marker(key: &'static str, text: &str) -> Result<Marker, ConfigError> {
         None => (text.trim(), None),
     };
     let plain = !field.is_empty()
-        && field.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        && field
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_');
     if plain {
         Ok(Marker {
             field: field.to_string(),
@@ -273,7 +290,8 @@ mod tests {
     fn no_settings_let_every_write_through() {
         let p = policy(&[]);
         assert_eq!(p, WorkspacePolicy::default());
-        p.check_write(&target(Crm::Hubspot, "deals", &["amount"])).unwrap();
+        p.check_write(&target(Crm::Hubspot, "deals", &["amount"]))
+            .unwrap();
     }
 
     #[test]
@@ -283,12 +301,16 @@ mod tests {
             (keys::CRM_B_WRITABLE, ""),
             (keys::NEVER_WRITTEN, "hubspot_owner_id"),
         ]);
-        p.check_write(&target(Crm::Hubspot, "notes", &["hs_note_body"])).unwrap();
-        let e = p.check_write(&target(Crm::Hubspot, "deals", &[])).unwrap_err();
+        p.check_write(&target(Crm::Hubspot, "notes", &["hs_note_body"]))
+            .unwrap();
+        let e = p
+            .check_write(&target(Crm::Hubspot, "deals", &[]))
+            .unwrap_err();
         assert!(e.to_string().contains(keys::CRM_A_WRITABLE), "{e}");
         assert!(e.to_string().contains("writable: contacts, notes"), "{e}");
         // A blank list is unset: every Salesforce object stays writable.
-        p.check_write(&target(Crm::Salesforce, "Account", &[])).unwrap();
+        p.check_write(&target(Crm::Salesforce, "Account", &[]))
+            .unwrap();
         let e = p
             .check_write(&target(Crm::Hubspot, "contacts", &["HUBSPOT_OWNER_ID"]))
             .unwrap_err();
@@ -296,7 +318,10 @@ mod tests {
         let e = policy(&[(keys::READ_ONLY, "TRUE")])
             .check_write(&target(Crm::Salesforce, "Task", &[]))
             .unwrap_err();
-        assert!(matches!(&e, ToolError::Forbidden(m) if m.contains(keys::READ_ONLY)), "{e}");
+        assert!(
+            matches!(&e, ToolError::Forbidden(m) if m.contains(keys::READ_ONLY)),
+            "{e}"
+        );
     }
 
     #[test]
@@ -306,7 +331,12 @@ mod tests {
         let e = p.refuse_masked(["Name", "Ssn__c"]).unwrap_err();
         assert!(e.to_string().contains(keys::MASKED_FIELDS), "{e}");
         p.refuse_over_max(100).unwrap();
-        assert!(p.refuse_over_max(101).unwrap_err().to_string().contains(keys::MAX_RECORDS));
+        assert!(
+            p.refuse_over_max(101)
+                .unwrap_err()
+                .to_string()
+                .contains(keys::MAX_RECORDS)
+        );
     }
 
     #[test]

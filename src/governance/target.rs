@@ -123,7 +123,17 @@ impl WriteTarget {
             (
                 Crm::Hubspot,
                 Method::Put,
-                ["crm", "v4", "objects", from, id, "associations", "default", to, to_id],
+                [
+                    "crm",
+                    "v4",
+                    "objects",
+                    from,
+                    id,
+                    "associations",
+                    "default",
+                    to,
+                    to_id,
+                ],
             ) => (
                 WriteKind::Associate {
                     record_id: id.to_string(),
@@ -192,8 +202,16 @@ mod tests {
             json!({"properties": {"amount": "10"}}),
         ))
         .unwrap();
-        assert_eq!(t.kind, WriteKind::Update { record_id: "42".into() });
-        assert_eq!((t.object.as_str(), t.fields["amount"].clone()), ("deals", json!("10")));
+        assert_eq!(
+            t.kind,
+            WriteKind::Update {
+                record_id: "42".into()
+            }
+        );
+        assert_eq!(
+            (t.object.as_str(), t.fields["amount"].clone()),
+            ("deals", json!("10"))
+        );
         let t = target(&write(
             Crm::Hubspot,
             Method::Post,
@@ -205,11 +223,24 @@ mod tests {
         let t = target(&write(
             Crm::Hubspot,
             Method::Put,
-            &["crm", "v4", "objects", "contacts", "5", "associations", "default", "companies", "6"],
+            &[
+                "crm",
+                "v4",
+                "objects",
+                "contacts",
+                "5",
+                "associations",
+                "default",
+                "companies",
+                "6",
+            ],
             Value::Null,
         ))
         .unwrap();
-        assert_eq!((t.kind.name(), t.object.as_str()), ("association", "contacts"));
+        assert_eq!(
+            (t.kind.name(), t.object.as_str()),
+            ("association", "contacts")
+        );
         let t = target(&write(
             Crm::Salesforce,
             Method::Post,
@@ -223,11 +254,24 @@ mod tests {
     #[test]
     fn an_unknown_write_is_refused_not_let_through() {
         for request in [
-            write(Crm::Hubspot, Method::Post, &["crm", "v3", "objects", "contacts", "batch", "archive"], json!({})),
+            write(
+                Crm::Hubspot,
+                Method::Post,
+                &["crm", "v3", "objects", "contacts", "batch", "archive"],
+                json!({}),
+            ),
             write(Crm::Salesforce, Method::Post, &["composite"], json!({})),
-            write(Crm::Hubspot, Method::Post, &["crm", "v3", "objects", "companies", "merge"], json!({})),
+            write(
+                Crm::Hubspot,
+                Method::Post,
+                &["crm", "v3", "objects", "companies", "merge"],
+                json!({}),
+            ),
         ] {
-            assert!(matches!(target(&request), Err(ToolError::Forbidden(_))), "{request:?}");
+            assert!(
+                matches!(target(&request), Err(ToolError::Forbidden(_))),
+                "{request:?}"
+            );
         }
     }
 }

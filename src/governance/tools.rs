@@ -250,7 +250,9 @@ fn revertible(change: &Change, crm: Crm) -> Result<String, ToolError> {
     }
     match change.status {
         ChangeStatus::Applied => {}
-        ChangeStatus::Failed => return refuse("was never applied: there is nothing to put back".into()),
+        ChangeStatus::Failed => {
+            return refuse("was never applied: there is nothing to put back".into());
+        }
         _ => {
             return refuse(
                 "has an unknown outcome; check the record in the CRM and change it there".into(),
@@ -285,7 +287,11 @@ fn send_update(
                 vec!["crm", "v3", "objects", object, record_id],
                 format!("{object} record {record_id}"),
             )
-            .with_body(Method::Patch, Effect::Write, json!({"properties": properties}));
+            .with_body(
+                Method::Patch,
+                Effect::Write,
+                json!({"properties": properties}),
+            );
             crma_client::send(session, call).map(drop)
         }
         Crm::Salesforce => {

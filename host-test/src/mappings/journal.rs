@@ -304,7 +304,13 @@ impl MappingDb {
             .map_err(text)?;
         let rows = statement
             .query_map(
-                params![&*self.tenant, user_id, record_id, object, limit.clamp(1, 100)],
+                params![
+                    &*self.tenant,
+                    user_id,
+                    record_id,
+                    object,
+                    limit.clamp(1, 100)
+                ],
                 row,
             )
             .map_err(text)?;
@@ -423,7 +429,16 @@ impl MappingDb {
                 "SELECT user_id, tool, input_sha256, values_read, expires_ms, used_at_ms
                  FROM confirmations WHERE tenant = ?1 AND id = ?2",
                 params![&*self.tenant, id],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?)),
+                |r| {
+                    Ok((
+                        r.get(0)?,
+                        r.get(1)?,
+                        r.get(2)?,
+                        r.get(3)?,
+                        r.get(4)?,
+                        r.get(5)?,
+                    ))
+                },
             )
             .optional()
             .map_err(|e| store(text(e)))?;
@@ -494,7 +509,10 @@ mod tests {
             .issue_confirmation(&ana, "{\"a\":1}", r#"{"amount":"10"}"#, 60_000)
             .unwrap();
         let tampered = format!("{}0", &token[..token.len() - 1]);
-        assert_eq!(db.redeem_confirmation(&ana, &tampered, "{\"a\":1}"), Err(Refusal::Unknown));
+        assert_eq!(
+            db.redeem_confirmation(&ana, &tampered, "{\"a\":1}"),
+            Err(Refusal::Unknown)
+        );
         assert_eq!(
             db.redeem_confirmation(&who("bo", "crma_update_record"), &token, "{\"a\":1}"),
             Err(Refusal::OtherUser)
@@ -503,18 +521,30 @@ mod tests {
             db.redeem_confirmation(&who("ana", "crmb_update_record"), &token, "{\"a\":1}"),
             Err(Refusal::OtherTool)
         );
-        assert_eq!(db.redeem_confirmation(&ana, &token, "{\"a\":2}"), Err(Refusal::OtherInput));
+        assert_eq!(
+            db.redeem_confirmation(&ana, &token, "{\"a\":2}"),
+            Err(Refusal::OtherInput)
+        );
         assert_eq!(
             db.redeem_confirmation(&ana, &token, "{\"a\":1}").as_deref(),
             Ok(r#"{"amount":"10"}"#)
         );
-        assert_eq!(db.redeem_confirmation(&ana, &token, "{\"a\":1}"), Err(Refusal::Used));
+        assert_eq!(
+            db.redeem_confirmation(&ana, &token, "{\"a\":1}"),
+            Err(Refusal::Used)
+        );
         let (expired, _) = db.issue_confirmation(&ana, "{}", "{}", 0).unwrap();
-        assert_eq!(db.redeem_confirmation(&ana, &expired, "{}"), Err(Refusal::Expired));
+        assert_eq!(
+            db.redeem_confirmation(&ana, &expired, "{}"),
+            Err(Refusal::Expired)
+        );
         // Another tenant's store knows none of this tenant's tokens.
         let other = MappingDb::open("globex", &MappingLocation::Memory).unwrap();
         let (theirs, _) = other.issue_confirmation(&ana, "{}", "{}", 60_000).unwrap();
-        assert_eq!(db.redeem_confirmation(&ana, &theirs, "{}"), Err(Refusal::Unknown));
+        assert_eq!(
+            db.redeem_confirmation(&ana, &theirs, "{}"),
+            Err(Refusal::Unknown)
+        );
     }
 
     #[test]
@@ -532,15 +562,46 @@ mod tests {
         };
         let first = db.journal_change(&ana, &change("1")).unwrap();
         let second = db.journal_change(&ana, &change("2")).unwrap();
-        db.settle_change(&ana, &first, Status::Applied, None).unwrap();
-        assert!(db.settle_change(&ana, &first, Status::Failed, None).is_err());
-        let other_call = CallIdentity { call_id: "call-2", ..ana.clone() };
-        assert!(db.settle_change(&other_call, &second, Status::Applied, None).is_err());
+        db.settle_change(&ana, &first, Status::Applied, None)
+            .unwrap();
+        assert!(
+            db.settle_change(&ana, &first, Status::Failed, None)
+                .is_err()
+        );
+        let other_call = CallIdentity {
+            call_id: "call-2",
+            ..ana.clone()
+        };
+        assert!(
+            db.settle_change(&other_call, &second, Status::Applied, None)
+                .is_err()
+        );
         let all = db.list_changes(None, None, None, 10).unwrap();
-        assert_eq!(all.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(), [&second, &first]);
+        assert_eq!(
+            all.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+            [&second, &first]
+        );
         assert_eq!(all[1].status, Status::Applied);
-        assert_eq!(db.list_changes(None, Some("1"), Some("DEALS"), 10).unwrap().len(), 1);
-        assert!(db.list_changes(Some("bo"), None, None, 10).unwrap().is_empty());
-        assert!(db.journal_change(&ana, &NewChange { old_values: "[]", ..change("3") }).is_err());
+        assert_eq!(
+            db.list_changes(None, Some("1"), Some("DEALS"), 10)
+                .unwrap()
+                .len(),
+            1
+        );
+        assert!(
+            db.list_changes(Some("bo"), None, None, 10)
+                .unwrap()
+                .is_empty()
+        );
+        assert!(
+            db.journal_change(
+                &ana,
+                &NewChange {
+                    old_values: "[]",
+                    ..change("3")
+                }
+            )
+            .is_err()
+        );
     }
 }

@@ -137,9 +137,19 @@ impl SalesforceData {
             .find(|r| r["Id"].as_str().and_then(|i| i.get(..15)) == Some(short))
     }
 
-    /// Every field name the object's rows use, plus the standard ones.
+    /// Every field name the object's rows use, plus the standard ones and the audit fields
+    /// every object has ("System Fields", Object Reference for the Salesforce Platform).
     fn field_names(&self, object: &str) -> Vec<String> {
-        let mut names: Vec<String> = vec!["Id".into()];
+        let mut names: Vec<String> = [
+            "Id",
+            "CreatedById",
+            "CreatedDate",
+            "LastModifiedById",
+            "LastModifiedDate",
+            "SystemModstamp",
+        ]
+        .map(String::from)
+        .to_vec();
         for row in self.rows(object).into_iter().flatten() {
             for key in row.as_object().into_iter().flatten().map(|(k, _)| k) {
                 if key != "attributes" && !names.contains(key) {

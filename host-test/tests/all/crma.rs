@@ -111,7 +111,11 @@ async fn all_sixteen_crma_tools_are_listed() {
         assert!(names.contains(&tool), "{tool} is not listed");
     }
     assert_eq!(names.iter().filter(|n| n.starts_with("crma_")).count(), 16);
-    assert_eq!(names.len(), 22, "16 CRM A tools and 6 CRM B tools");
+    assert_eq!(
+        names.len(),
+        24,
+        "16 CRM A tools, 6 CRM B tools and the change journal's two"
+    );
     for read_only in [
         "crma_search_records",
         "crma_list_owners",
@@ -162,6 +166,10 @@ async fn every_crma_tool_checks_scopes_before_sending_anything() {
         let mut needed = vec![allowing[allowing.len() - 1]];
         if tool == "crma_sync_users" {
             needed.push("crm.objects.owners.read");
+        }
+        // An update reads the values it overwrites first, for the change journal.
+        if tool == "crma_update_record" {
+            needed.push("crm.objects.companies.read");
         }
         let out = run(&host, tool, input.clone(), &needed)
             .await
@@ -243,6 +251,7 @@ async fn requests_reach_the_broker_in_hubspots_documented_shapes() {
         [
             "POST /crm/v3/objects/contacts/search",
             "POST /crm/v3/objects/contacts",
+            "GET /crm/v3/objects/deals/7?properties=amount%2Chs_updated_by_user_id",
             "PATCH /crm/v3/objects/deals/7",
             "POST /crm/v3/objects/companies/merge",
             "GET /crm/v4/objects/0-49/5/associations/deals?limit=500",
@@ -270,19 +279,19 @@ async fn requests_reach_the_broker_in_hubspots_documented_shapes() {
         })
     );
     assert_eq!(
-        sent[2].body_json(),
+        sent[3].body_json(),
         json!({"properties": {"amount": "1200.5"}})
     );
     assert_eq!(
-        sent[3].body_json(),
+        sent[4].body_json(),
         json!({"primaryObjectId": "1", "objectIdToMerge": "2"})
     );
     assert!(
-        sent[5].body.is_empty(),
+        sent[6].body.is_empty(),
         "the default association PUT has no body"
     );
     assert_eq!(
-        sent[6].body_json(),
+        sent[7].body_json(),
         json!({
             "properties": {"hs_meeting_title": "QBR", "hs_meeting_start_time": "2026-11-20T15:00:00Z",
                            "hs_meeting_end_time": "2026-11-20T16:00:00Z", "hs_timestamp": "2026-11-20T15:00:00Z",
@@ -608,8 +617,11 @@ async fn writes_that_may_have_landed_are_outcome_unknown_and_sent_once() {
             json!({"activity_type": "task", "properties": {"hs_task_subject": "Follow up"}}),
         ),
     ] {
-        let stub =
-            StubBackend::with_handler(|_| Reply::json(502, json!({"message": "Bad gateway"})));
+        // Reads answer (an update reads what it overwrites first); every write gets a 502.
+        let stub = StubBackend::with_handler(|r| match r.method.as_str() {
+            "GET" => Reply::json(200, json!({"id": "5", "properties": {"dealname": "old"}})),
+            _ => Reply::json(502, json!({"message": "Bad gateway"})),
+        });
         let err = run(&host(&stub), tool, input, ALL_SCOPES)
             .await
             .unwrap_err();
@@ -617,7 +629,12 @@ async fn writes_that_may_have_landed_are_outcome_unknown_and_sent_once() {
             matches!(err, CallError::Tool(E::OutcomeUnknown(_))),
             "{tool}: {err:?}"
         );
-        assert_eq!(stub.requests().len(), 1, "{tool} is never re-sent");
+        let writes = stub
+            .requests()
+            .iter()
+            .filter(|r| r.method != http::Method::GET)
+            .count();
+        assert_eq!(writes, 1, "{tool} is never re-sent");
     }
 }
 

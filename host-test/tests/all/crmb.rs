@@ -31,7 +31,7 @@ async fn all_six_crmb_tools_are_listed() {
     for tool in &tools {
         let schema: Value = serde_json::from_str(&tool.input_schema).unwrap();
         assert_eq!(schema["additionalProperties"], false, "{}", tool.name);
-        let writes = ["create", "update", "merge", "log_activity"]
+        let writes = ["create", "update", "merge", "log_activity", "revert"]
             .iter()
             .any(|w| tool.name.contains(w));
         assert_eq!(tool.read_only, !writes, "{}", tool.name);
@@ -49,7 +49,7 @@ async fn every_tool_has_a_title_annotations_and_an_output_schema() {
         names(tools.iter().map(|t| t.name.as_str()).collect()),
         "one metadata row per tool, in list-tools order"
     );
-    assert_eq!(metadata.len(), 22);
+    assert_eq!(metadata.len(), 24);
     for (tool, meta) in tools.iter().zip(&metadata) {
         assert_eq!(meta.annotations.read_only, tool.read_only, "{}", tool.name);
         assert!(!meta.title.is_empty(), "{}", tool.name);
@@ -155,6 +155,11 @@ async fn creates_and_updates_go_out_once_with_the_field_map() {
             201,
             json!({"id": "00T000000000001EAA", "success": true, "errors": []}),
         ),
+        // The update reads the value it overwrites first, for the change journal.
+        Reply::json(
+            200,
+            json!({"attributes": {"type": "Opportunity"}, "StageName": "Negotiation/Review"}),
+        ),
         Reply::Respond {
             status: 204,
             headers: vec![],
@@ -194,7 +199,7 @@ async fn creates_and_updates_go_out_once_with_the_field_map() {
     assert_eq!(kind, "outcome-unknown");
 
     let requests = f.stub.requests();
-    assert_eq!(requests.len(), 3, "the failed create was not re-sent");
+    assert_eq!(requests.len(), 4, "the failed create was not re-sent");
     assert_eq!(requests[0].method, http::Method::POST);
     assert_eq!(
         requests[0].uri.path(),
@@ -205,8 +210,9 @@ async fn creates_and_updates_go_out_once_with_the_field_map() {
         json!({"Subject": "Call Maria", "WhatId": "006000000000001", "ActivityDate": "2026-11-24"})
     );
     assert_eq!(requests[0].header("content-type"), Some("application/json"));
-    assert_eq!(requests[1].method, http::Method::PATCH);
-    assert_eq!(requests[1].body_json(), json!({"StageName": "Closed Won"}));
+    assert_eq!(requests[1].method, http::Method::GET);
+    assert_eq!(requests[2].method, http::Method::PATCH);
+    assert_eq!(requests[2].body_json(), json!({"StageName": "Closed Won"}));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -260,11 +260,19 @@ async fn the_real_component_needs_nothing_its_policy_refuses() {
             tool.name
         );
     }
-    for (tool, input) in calls {
+    let mut salesforce_update = None;
+    for (tool, mut input) in calls {
+        if tool == "crm_revert_change" {
+            input["change_id"] = json!(salesforce_update.clone().expect("the update ran"));
+        }
         request.tool = tool.into();
         request.input = input.to_string();
         let out = host.call(request.clone()).await;
         assert!(out.is_ok(), "{tool}: {out:?}");
+        if tool == "crmb_update_record" {
+            let out: Value = serde_json::from_str(&out.unwrap()).unwrap();
+            salesforce_update = out["change_id"].as_str().map(str::to_string);
+        }
     }
     let denied: Vec<_> = audit
         .events()
@@ -355,6 +363,9 @@ fn sandbox_tour() -> Vec<(&'static str, Value)> {
         ("crma_list_users", json!({"limit": 2})),
         ("crma_list_roles", json!({})),
         ("crma_sync_users", json!({})),
+        ("crm_list_changes", json!({"object": "Opportunity"})),
+        // Reverts the crmb_update_record above (its change id is filled in).
+        ("crm_revert_change", json!({"change_id": null})),
     ]
 }
 

@@ -6,6 +6,7 @@ mod crma;
 mod crmb;
 mod egress;
 mod fixtures;
+mod governance;
 mod mcp;
 mod network;
 mod security;

@@ -442,6 +442,7 @@ fn the_component_imports_exactly_what_its_world_declares() {
     assert_eq!(
         imports,
         [
+            "crm:plugin/change-journal@0.1.0",
             "crm:plugin/mapping-store@0.1.0",
             "crm:plugin/result-files@0.1.0",
             "wasi:cli/environment@0.2.12",

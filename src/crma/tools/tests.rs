@@ -493,12 +493,18 @@ fn update_and_merge_shapes() {
     // The values an update overwrites are read first, for the change journal: with the write
     // scope alone the call names the read scope it lacks, and sends nothing.
     let mut t = ScriptedTransport::default();
-    let err = run::<UpdateRecord>(&mut t, &["crm.objects.companies.write"], input.clone())
-        .unwrap_err();
-    assert_eq!(err, ToolError::MissingScopes(vec!["crm.objects.companies.read".into()]));
+    let err =
+        run::<UpdateRecord>(&mut t, &["crm.objects.companies.write"], input.clone()).unwrap_err();
+    assert_eq!(
+        err,
+        ToolError::MissingScopes(vec!["crm.objects.companies.read".into()])
+    );
     assert!(t.sent.is_empty());
     let mut t = ScriptedTransport::new([
-        response(200, r#"{"id":"7","properties":{"name":"X","hs_updated_by_user_id":"9"}}"#),
+        response(
+            200,
+            r#"{"id":"7","properties":{"name":"X","hs_updated_by_user_id":"9"}}"#,
+        ),
         response(200, r#"{"id":"7","properties":{"name":"Y"}}"#),
     ]);
     let out = run::<UpdateRecord>(
