@@ -259,6 +259,11 @@ impl Config {
             host_dir: get(keys::RESULTS_HOST_DIR).map(str::to_string),
         };
         let policy = WorkspacePolicy::from_settings(get)?;
+        let mut results = results;
+        // No export carries more records than one call may.
+        if let Some(max) = policy.max_records {
+            results.file_max_records = results.file_max_records.min(max);
+        }
         Ok(Config {
             policy,
             results,

@@ -403,6 +403,8 @@ async fn serve_http(
             }
         };
         spec.settings.extend(env_settings());
+        // The tenant's own policy table wins over the process-wide environment.
+        spec.settings.extend(tenant.policy.settings());
         spec.results_dir = Some(results_root.join(&tenant.id));
         spec.mappings = MappingLocation::File(tenant_file(&options.data_dir, &tenant.id)?);
         host.add_tenant(spec, plugin.clone())

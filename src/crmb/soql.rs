@@ -153,6 +153,17 @@ pub fn validate(text: &str) -> Result<ValidatedQuery, SoqlError> {
     })
 }
 
+/// Every name in a query, each part of a dotted path on its own (`Account.Name` gives
+/// `Account` and `Name`), for checking it against the workspace's masked fields.
+pub fn identifiers(text: &str) -> Vec<&str> {
+    let (tokens, _) = Lexer::new(text).tokenize();
+    tokens
+        .into_iter()
+        .filter(|t| t.kind == lexer::Kind::Ident)
+        .map(|t| t.text)
+        .collect()
+}
+
 /// Refuses empty text and text over [`MAX_QUERY_CHARS`] before any lexing work is done.
 fn check_size(text: &str) -> Result<(), SoqlError> {
     if text.trim().is_empty() {

@@ -112,6 +112,8 @@ impl Tool for GetRecord {
 
     fn run(input: GetRecordInput, session: &mut Session<'_>) -> Result<Self::Output, ToolError> {
         check_prefix(&input.object, &input.record_id)?;
+        let policy = &session.config()?.policy;
+        policy.refuse_masked(input.fields.iter().flatten().map(ApiName::as_str))?;
         let fields = match &input.fields {
             Some(list) if list.is_empty() || list.len() > 200 => {
                 return Err(ToolError::invalid(
@@ -182,6 +184,11 @@ impl Tool for RunSoqlQuery {
     type Output = QueryResult;
 
     fn run(input: RunQueryInput, session: &mut Session<'_>) -> Result<Self::Output, ToolError> {
+        // A masked field is never named in a query: not selected, filtered, grouped or sorted
+        // on, so its values cannot be probed through WHERE clauses either.
+        let policy = &session.config()?.policy;
+        policy.refuse_masked(super::soql::identifiers(&input.query))?;
+        policy.refuse_over_max(input.max_records.unwrap_or(0).into())?;
         let request = QueryRequest::new(&input.query, input.max_records, input.cursor.as_deref())?;
         query::run(request, session)
     }

@@ -4,7 +4,7 @@
 
 use super::current::{self, same_value};
 use super::journal::{ChangeEntry, ChangeStatus, Confirmation};
-use super::policy::crm_name;
+use super::policy::{WorkspacePolicy, crm_name};
 use super::target::{WriteKind, WriteTarget};
 use crate::client::{Answer, HintReader};
 use crate::error::{Crm, ToolError};
@@ -128,7 +128,7 @@ impl WriteGate {
                             self.tool
                         ))
                     })?;
-                stale_since_preview(&read, &current, &target)?;
+                stale_since_preview(&read, &current, &target, policy)?;
             }
             None if policy.confirm_writes => {
                 return Err(ToolError::invalid(format!(
@@ -214,13 +214,18 @@ fn stale_since_preview(
     read: &Map<String, Value>,
     now: &Map<String, Value>,
     target: &WriteTarget,
+    policy: &WorkspacePolicy,
 ) -> Result<(), ToolError> {
     let moved: Vec<String> = read
         .iter()
         .filter(|(field, then)| !same_value(then, now.get(*field).unwrap_or(&Value::Null)))
         .map(|(field, then)| {
             let now = now.get(field).unwrap_or(&Value::Null);
-            format!("{field} was {then} at the preview and is {now} now")
+            if policy.is_masked(field) {
+                format!("{field} (masked) changed")
+            } else {
+                format!("{field} was {then} at the preview and is {now} now")
+            }
         })
         .collect();
     if moved.is_empty() {
@@ -363,9 +368,10 @@ mod tests {
     fn an_apply_is_refused_when_a_previewed_value_moved_and_says_which() {
         let target = update(&[("amount", json!("20"))]);
         let then: Map<_, _> = [("amount".to_string(), json!("10"))].into_iter().collect();
-        stale_since_preview(&then, &then.clone(), &target).unwrap();
+        let policy = WorkspacePolicy::default();
+        stale_since_preview(&then, &then.clone(), &target, &policy).unwrap();
         let now: Map<_, _> = [("amount".to_string(), json!("15"))].into_iter().collect();
-        let e = stale_since_preview(&then, &now, &target).unwrap_err();
+        let e = stale_since_preview(&then, &now, &target, &policy).unwrap_err();
         assert!(
             matches!(&e, ToolError::InvalidInput(m) if m.contains("amount was \"10\" at the preview and is \"15\" now")),
             "{e}"

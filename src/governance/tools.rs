@@ -203,7 +203,11 @@ impl Tool for RevertChange {
             .filter(|(f, wrote)| !same_value(wrote, now.values.get(*f).unwrap_or(&Value::Null)))
             .map(|(f, wrote)| {
                 let is = now.values.get(f).unwrap_or(&Value::Null);
-                format!("{f} is {is}, not the {wrote} the change wrote")
+                if session.config().is_ok_and(|c| c.policy.is_masked(f)) {
+                    format!("{f} (masked) holds another value than the change wrote")
+                } else {
+                    format!("{f} is {is}, not the {wrote} the change wrote")
+                }
             })
             .collect();
         if !moved.is_empty() {

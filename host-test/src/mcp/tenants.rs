@@ -114,6 +114,68 @@ pub struct TenantEntry {
     pub credential_env: Option<String>,
     /// The Salesforce org URL for record links.
     pub instance_url: Option<String>,
+    /// The workspace admin's policy over the assistant's writes and reads.
+    #[serde(default)]
+    pub policy: PolicyEntry,
+}
+
+/// A tenant's `[tenants.policy]` table: each key is one `CRM_POLICY_*` setting (README,
+/// "Governed writes"). The model can change none of it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PolicyEntry {
+    pub read_only: Option<bool>,
+    pub crm_a_writable: Option<Vec<String>>,
+    pub crm_b_writable: Option<Vec<String>>,
+    pub masked_fields: Option<Vec<String>>,
+    pub never_written: Option<Vec<String>>,
+    pub max_records: Option<u64>,
+    pub confirm_writes: Option<bool>,
+    pub confirm_ttl_seconds: Option<u64>,
+    pub crm_a_provenance: Option<String>,
+    pub crm_b_provenance: Option<String>,
+}
+
+impl PolicyEntry {
+    /// The table as the tenant's `CRM_POLICY_*` settings.
+    pub fn settings(&self) -> Vec<(String, String)> {
+        let list = |l: &Option<Vec<String>>| {
+            l.as_ref().map(|l| {
+                if l.is_empty() {
+                    "none".to_string()
+                } else {
+                    l.join(",")
+                }
+            })
+        };
+        [
+            (
+                "CRM_POLICY_READ_ONLY",
+                self.read_only.map(|b| b.to_string()),
+            ),
+            ("CRM_POLICY_CRM_A_WRITABLE", list(&self.crm_a_writable)),
+            ("CRM_POLICY_CRM_B_WRITABLE", list(&self.crm_b_writable)),
+            ("CRM_POLICY_MASKED_FIELDS", list(&self.masked_fields)),
+            ("CRM_POLICY_NEVER_WRITTEN", list(&self.never_written)),
+            (
+                "CRM_POLICY_MAX_RECORDS",
+                self.max_records.map(|n| n.to_string()),
+            ),
+            (
+                "CRM_POLICY_CONFIRM_WRITES",
+                self.confirm_writes.map(|b| b.to_string()),
+            ),
+            (
+                "CRM_POLICY_CONFIRM_TTL_SECONDS",
+                self.confirm_ttl_seconds.map(|n| n.to_string()),
+            ),
+            ("CRM_POLICY_CRM_A_PROVENANCE", self.crm_a_provenance.clone()),
+            ("CRM_POLICY_CRM_B_PROVENANCE", self.crm_b_provenance.clone()),
+        ]
+        .into_iter()
+        .filter_map(|(k, v)| v.map(|v| (k.to_string(), v)))
+        .collect()
+    }
 }
 
 /// One bearer token, by its hash.

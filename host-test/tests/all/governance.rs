@@ -434,6 +434,23 @@ async fn masked_fields_never_appear_in_any_answer_or_file() {
         }
     }
     assert_eq!(files, 1, "the query went to a file");
+    // Naming a masked field to filter on would let its values be probed: refused, unsent.
+    let sent = outgoing(&audit);
+    for (tool, input) in [
+        (
+            "crmb_run_soql_query",
+            json!({"query": format!("SELECT Id FROM Account WHERE Phone = '{secret_phone}'")}),
+        ),
+        (
+            "crma_search_records",
+            json!({"object_type": "contacts", "filter_groups": [{"filters": [{"property": "jobtitle", "operator": "EQ", "value": "VP Operations"}]}]}),
+        ),
+    ] {
+        let (kind, message) = tool_error(run(&host, tool, input).await);
+        assert_eq!(kind, "forbidden", "{tool}");
+        assert!(message.contains("CRM_POLICY_MASKED_FIELDS"), "{message}");
+    }
+    assert_eq!(outgoing(&audit), sent, "nothing was sent for either");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -60,6 +60,17 @@ impl Tool for SearchRecords {
     type Output = SearchOutput;
 
     fn run(input: SearchInput, session: &mut Session<'_>) -> Result<SearchOutput, ToolError> {
+        let policy = &session.config()?.policy;
+        let named = input
+            .filter_groups
+            .iter()
+            .flat_map(|g| &g.filters)
+            .map(|f| &f.property);
+        let named = named
+            .chain(input.sorts.iter().map(|s| &s.property))
+            .chain(&input.properties);
+        policy.refuse_masked(named.map(PropertyName::as_str))?;
+        policy.refuse_over_max(input.limit.unwrap_or(0).into())?;
         let after = after(&input.cursor)?;
         let string_properties =
             string_properties_in(session, &input.object_type, &input.filter_groups)?;
@@ -184,6 +195,8 @@ impl Tool for GetRecord {
     type Output = RecordOutput;
 
     fn run(input: GetRecordInput, session: &mut Session<'_>) -> Result<RecordOutput, ToolError> {
+        let policy = &session.config()?.policy;
+        policy.refuse_masked(input.properties.iter().map(PropertyName::as_str))?;
         let object = input.object_type.as_str().to_string();
         let id = input.record_id.to_string();
         let properties = input

@@ -122,10 +122,59 @@ fn soqlish() -> impl Strategy<Value = String> {
         .prop_map(|(parts, gap)| format!("SELECT Id FROM Account {}", parts.join(gap)))
 }
 
+/// SOQL's reserved keywords, which no field name can be.
+const RESERVED: &[&str] = &[
+    "AND",
+    "AS",
+    "ASC",
+    "BY",
+    "CUBE",
+    "DESC",
+    "ELSE",
+    "END",
+    "EXCLUDES",
+    "FALSE",
+    "FIRST",
+    "FOR",
+    "FROM",
+    "GROUP",
+    "HAVING",
+    "IN",
+    "INCLUDES",
+    "LAST",
+    "LIKE",
+    "LIMIT",
+    "NOT",
+    "NULL",
+    "NULLS",
+    "OFFSET",
+    "OR",
+    "ORDER",
+    "ROLLUP",
+    "SELECT",
+    "THEN",
+    "TODAY",
+    "TRUE",
+    "TYPEOF",
+    "UPDATE",
+    "USING",
+    "WHEN",
+    "WHERE",
+    "WITH",
+    "YESTERDAY",
+    "TOMORROW",
+];
+
 /// A condition of random shape: comparisons under parentheses, NOT, AND and OR.
 fn condition() -> impl Strategy<Value = String> {
+    // A field is never one of SOQL's reserved words ("Reserved Characters and Keywords" in the
+    // SOQL and SOSL Reference): no org can have a field named FOR or LIMIT.
+    let field = "[A-Z][a-zA-Z]{0,5}(\\.[A-Z][a-z]{0,4})?".prop_filter("a reserved word", |f| {
+        !f.split('.')
+            .any(|part| RESERVED.contains(&part.to_ascii_uppercase().as_str()))
+    });
     let comparison = (
-        "[A-Z][a-zA-Z]{0,5}(\\.[A-Z][a-z]{0,4})?",
+        field,
         prop::sample::select(vec!["=", "!=", "<", ">=", "LIKE"]),
         prop_oneof![
             "'([^'\\\\]|\\\\'|\\\\\\\\){0,8}'",
