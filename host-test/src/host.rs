@@ -381,7 +381,7 @@ impl Host {
 
     /// Refuses a tool the tenant's policy hides, naming the rule, before any component runs.
     async fn refuse_hidden(&self, entry: &TenantEntry, tool: &str) -> Result<(), CallError> {
-        if !entry.policy.hides(tool, false).is_some() {
+        if entry.policy.hides(tool, false).is_none() {
             return Ok(());
         }
         let listing = self.listing(&entry.tenant_id).await?;
