@@ -75,6 +75,22 @@ pub(crate) fn call_with_store(
     )
 }
 
+/// As [`call`], with a journal the test keeps across calls.
+pub(crate) fn call_with_journal(
+    transport: &mut dyn Transport,
+    journal: &mut MemoryJournal,
+    config: &Config,
+    tool: &str,
+    input: &Value,
+) -> Result<Value, ToolError> {
+    let ctx = ctx(&[], Some("https://acme.my.salesforce.com"));
+    let mut session = Session::new(&ctx, Ok(config), transport).with_journal(journal);
+    read(
+        tool,
+        registry::call_tool(tool, &input.to_string(), &mut session),
+    )
+}
+
 /// Reads a tool's JSON output and checks it against the output schema the tool advertises, so
 /// every answer any test sees is one an MCP client would accept as `structuredContent`.
 fn read(tool: &str, output: Result<String, ToolError>) -> Result<Value, ToolError> {

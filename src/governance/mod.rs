@@ -10,6 +10,8 @@ mod gate;
 mod journal;
 pub mod policy;
 mod target;
+#[cfg(test)]
+mod tests;
 mod tools;
 
 pub use gate::{Mode, Preview, PreviewOutput, PreviewRequest, WriteGate};
@@ -142,7 +144,7 @@ pub(crate) fn crm_of_label(label: &str) -> Option<Crm> {
 }
 
 #[cfg(test)]
-mod tests {
+mod canonical_tests {
     use super::*;
     use serde_json::json;
 

@@ -438,4 +438,31 @@ mod tests {
         assert!(TenantsFile::parse(&bad).is_err());
         assert!(TenantsFile::parse("[[tenants]]\nid = \"a\"\ncolour = \"red\"").is_err());
     }
+
+    #[test]
+    fn a_tenants_policy_table_becomes_its_policy_settings() {
+        let file = TenantsFile::parse(
+            "[[tenants]]\nid = \"acme\"\n[tenants.policy]\nread_only = false\n\
+             crm_a_writable = [\"contacts\", \"notes\"]\ncrm_b_writable = []\n\
+             masked_fields = [\"SSN__c\"]\nconfirm_writes = true\n",
+        )
+        .unwrap();
+        let settings = file.tenants[0].policy.settings();
+        let get = |k: &str| {
+            settings
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(get("CRM_POLICY_CRM_A_WRITABLE"), Some("contacts,notes"));
+        assert_eq!(get("CRM_POLICY_CRM_B_WRITABLE"), Some("none"));
+        assert_eq!(get("CRM_POLICY_MASKED_FIELDS"), Some("SSN__c"));
+        assert_eq!(get("CRM_POLICY_CONFIRM_WRITES"), Some("true"));
+        assert_eq!(get("CRM_POLICY_MAX_RECORDS"), None);
+        assert!(
+            TenantsFile::parse("[[tenants]]\nid = \"acme\"\n[tenants.policy]\nreadonly = true\n")
+                .is_err(),
+            "a misspelt rule is refused, not ignored"
+        );
+    }
 }
