@@ -23,6 +23,8 @@ mod startup;
 
 fn main() {
     let memory_only = std::env::args().any(|a| a == "memory");
+    // `percall`: only the per-call figures, e.g. under `perf record` with CRM_HOST_PERF_MAP=1.
+    let percall_only = std::env::args().any(|a| a == "percall");
     let wasm = std::fs::read(crm_host::COMPONENT_PATH).expect("the component is built");
     println!(
         "component size: {} bytes ({:.1} KiB)",
@@ -30,7 +32,7 @@ fn main() {
         wasm.len() as f64 / 1024.0
     );
 
-    if !memory_only {
+    if !memory_only && !percall_only {
         let mut compile = Vec::new();
         for _ in 0..5 {
             let runtime = Runtime::new(HostLimits::default()).unwrap();
@@ -72,6 +74,10 @@ fn main() {
         )
         .unwrap();
         let runtime_for_queries = host.runtime().clone();
+        if percall_only {
+            per_call(&host).await;
+            return;
+        }
         mapping::figures(&runtime_for_queries, &wasm).await;
         for total in [2_000u64, 100_000] {
             let started = Instant::now();
@@ -89,37 +95,48 @@ fn main() {
         if memory_only {
             return;
         }
-        for (tool, input) in [
-            ("crmb_generate_record_url", json!({"object": "Account", "record_id": "001000000000001AAA"})),
-            ("crmb_get_record", json!({"object": "Account", "record_id": "001000000000001AAA", "fields": ["Name", "Industry"]})),
-        ] {
-            let request = CallRequest {
-                tenant_id: "bench".into(),
-                user_id: "bench-user".into(),
-                granted_scopes: vec![],
-                instance_url: Some("https://acme.my.salesforce.com".into()),
-                tool: tool.into(),
-                input: input.to_string(),
-            };
-            for _ in 0..100 {
-                host.call(request.clone()).await.unwrap();
-            }
-            let mut samples = Vec::with_capacity(CALLS);
-            for _ in 0..CALLS {
-                let started = Instant::now();
-                host.call(request.clone()).await.unwrap();
-                samples.push(started.elapsed());
-            }
-            samples.sort();
-            println!(
-                "{tool}: instantiate + call p50 {:?}, p99 {:?} ({CALLS} calls)",
-                percentile(&samples, 50),
-                percentile(&samples, 99)
-            );
-        }
+        per_call(&host).await;
         mcp::figures(host.clone()).await;
         network::figures(&wasm).await;
     });
+}
+
+/// Instantiate + call through the whole host, against the in-process stub.
+async fn per_call(host: &Host) {
+    for (tool, input) in [
+        (
+            "crmb_generate_record_url",
+            json!({"object": "Account", "record_id": "001000000000001AAA"}),
+        ),
+        (
+            "crmb_get_record",
+            json!({"object": "Account", "record_id": "001000000000001AAA", "fields": ["Name", "Industry"]}),
+        ),
+    ] {
+        let request = CallRequest {
+            tenant_id: "bench".into(),
+            user_id: "bench-user".into(),
+            granted_scopes: vec![],
+            instance_url: Some("https://acme.my.salesforce.com".into()),
+            tool: tool.into(),
+            input: input.to_string(),
+        };
+        for _ in 0..100 {
+            host.call(request.clone()).await.unwrap();
+        }
+        let mut samples = Vec::with_capacity(CALLS);
+        for _ in 0..CALLS {
+            let started = Instant::now();
+            host.call(request.clone()).await.unwrap();
+            samples.push(started.elapsed());
+        }
+        samples.sort();
+        println!(
+            "{tool}: instantiate + call p50 {:?}, p99 {:?} ({CALLS} calls)",
+            percentile(&samples, 50),
+            percentile(&samples, 99)
+        );
+    }
 }
 
 /// MCP round trips for the same two tools, so the protocol's cost shows next to the
