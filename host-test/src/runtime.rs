@@ -354,7 +354,7 @@ impl Runtime {
         // `CRM_HOST_PERF_MAP=1` names the component's compiled functions for `perf` (a
         // `/tmp/perf-<pid>.map`), so a profile shows guest code by name; off by default.
         if std::env::var_os("CRM_HOST_PERF_MAP").is_some_and(|v| v == "1") {
-            config.profiling_strategy(wasmtime::ProfilingStrategy::PerfMap);
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
         }
         let engine = Engine::new(&config)?;
         let linker = plugin_linker(&engine)?;
