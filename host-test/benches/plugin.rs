@@ -101,8 +101,20 @@ fn main() {
     });
 }
 
-/// Instantiate + call through the whole host, against the in-process stub.
-async fn per_call(host: &Host) {
+/// Instantiate + call through the whole host, against the in-process stub: from a task on the
+/// runtime's worker threads, as a server calls it (an MCP request is handled in one), and from
+/// `block_on` on a thread of its own, where every request the component sends is a hand-off to
+/// a worker and back: two cross-thread wake-ups a call, which on an idle virtual CPU cost more
+/// than the call itself.
+async fn per_call(host: &Arc<Host>) {
+    let on_worker = host.clone();
+    tokio::spawn(async move { measure(&on_worker, "on a worker task").await })
+        .await
+        .unwrap();
+    measure(host, "from block_on").await;
+}
+
+async fn measure(host: &Host, label: &str) {
     for (tool, input) in [
         (
             "crmb_generate_record_url",
@@ -124,15 +136,20 @@ async fn per_call(host: &Host) {
         for _ in 0..100 {
             host.call(request.clone()).await.unwrap();
         }
-        let mut samples = Vec::with_capacity(CALLS);
-        for _ in 0..CALLS {
+        // CRM_BENCH_CALLS lengthens the run, e.g. for a profile of this phase alone.
+        let calls = std::env::var("CRM_BENCH_CALLS")
+            .ok()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(CALLS);
+        let mut samples = Vec::with_capacity(calls);
+        for _ in 0..calls {
             let started = Instant::now();
             host.call(request.clone()).await.unwrap();
             samples.push(started.elapsed());
         }
         samples.sort();
         println!(
-            "{tool}: instantiate + call p50 {:?}, p99 {:?} ({CALLS} calls)",
+            "{tool} ({label}): instantiate + call p50 {:?}, p99 {:?} ({calls} calls)",
             percentile(&samples, 50),
             percentile(&samples, 99)
         );
