@@ -21,6 +21,7 @@ pub mod http;
 pub mod mapping;
 pub mod proxy;
 pub mod registry;
+pub(crate) mod result_file;
 pub(crate) mod schema;
 pub mod tool;
 

@@ -4,6 +4,7 @@
 //! modules next to them.)
 
 use crate::config::{Config, keys};
+use crate::crma::search::export::ExportPlan;
 use crate::crma::search::{
     self, Direction, Filter, FilterGroup, MAX_FILTER_GROUPS, MAX_FILTERS, MAX_FILTERS_PER_GROUP,
     MAX_LIMIT, MAX_QUERY_CHARS, MAX_REACHABLE, Operator, Search, Sort,
@@ -492,6 +493,41 @@ proptest! {
                 prop_assert!(!within_limits(&search), "{err:?}");
                 prop_assert!(matches!(err, ToolError::InvalidInput(_)), "{err:?}");
             }
+        }
+    }
+
+    /// An export's every request, the first and any next one, is within HubSpot's documented
+    /// limits with its own filter added to every group: a plan that would pass them is refused
+    /// as invalid input before anything is sent.
+    #[test]
+    fn export_bodies_never_exceed_the_documented_limits(search in search(), last in any::<u64>()) {
+        let plan = ExportPlan::new(
+            search.object_type.clone(),
+            search.filter_groups.clone(),
+            &[],
+            search.query.clone(),
+            search.properties.clone(),
+            None,
+            None,
+        );
+        match plan {
+            Ok(plan) => {
+                for after in [None, Some(last)] {
+                    let body = plan.body(after).unwrap();
+                    let groups = body["filterGroups"].as_array().unwrap();
+                    prop_assert!(groups.len() <= MAX_FILTER_GROUPS);
+                    let counts: Vec<usize> =
+                        groups.iter().map(|g| g["filters"].as_array().unwrap().len()).collect();
+                    prop_assert!(counts.iter().all(|&n| (1..=MAX_FILTERS_PER_GROUP).contains(&n)));
+                    prop_assert!(counts.iter().sum::<usize>() <= MAX_FILTERS);
+                    prop_assert_eq!(body["limit"].as_u64(), Some(u64::from(MAX_LIMIT)));
+                    prop_assert!(body.get("after").is_none());
+                    if after.is_some() {
+                        prop_assert!(!groups.is_empty());
+                    }
+                }
+            }
+            Err(err) => prop_assert!(matches!(err, ToolError::InvalidInput(_)), "{err:?}"),
         }
     }
 

@@ -122,6 +122,12 @@ impl<'a> Session<'a> {
         self.transport.now_unix_millis()
     }
 
+    /// Waits on the transport's clock (a monotonic-clock sleep in the component), for a tool
+    /// that paces its own requests.
+    pub fn sleep(&mut self, duration: std::time::Duration) {
+        self.transport.sleep(duration);
+    }
+
     /// The tenant's configuration; a missing or broken one is a connection problem for an admin.
     pub fn config(&self) -> Result<&'a Config, ToolError> {
         self.config.map_err(|err| {

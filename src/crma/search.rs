@@ -336,25 +336,58 @@ fn filter_body(filter: &Filter, string: bool) -> Result<Value, ToolError> {
 /// the required `total` of all matches, and one page of records with the cursor of the next.
 #[derive(Debug, Deserialize)]
 pub(crate) struct SearchAnswer {
-    total: u64,
+    pub(crate) total: u64,
     #[serde(flatten)]
-    page: Page<RecordObject>,
+    pub(crate) page: Page<RecordObject>,
 }
 
-/// What `crma_search_records` answers: one page of matching records.
+/// What `crma_search_records` answers: one page of matching records, or with `to_file` a JSON
+/// Lines file holding every match.
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct SearchOutput {
-    /// The matching records on this page.
-    results: Vec<FoundRecord>,
     /// How many records match in all, on every page.
     total: u64,
+    /// The records, on this page or in a file. Flattened, so the root of the schema stays an
+    /// object with the fields above, and its `anyOf` says which fields come with them.
+    #[serde(flatten)]
+    rows: SearchRows,
+    /// Present when not every match is here: past the 10,000 results HubSpot lets a search
+    /// page through (narrow the filters, or use to_file), or a file that stopped at the
+    /// per-file record limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
+}
+
+impl SearchOutput {
+    /// The answer of an export written to a file.
+    pub(crate) fn file(total: u64, file: export::ExportFile, note: Option<String>) -> Self {
+        SearchOutput {
+            total,
+            rows: SearchRows::File(file),
+            note,
+        }
+    }
+}
+
+/// Where the matching records are.
+#[derive(Debug, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub(crate) enum SearchRows {
+    /// One page, in the answer itself.
+    Page(SearchPage),
+    /// Every match, in a JSON Lines file (to_file).
+    File(export::ExportFile),
+}
+
+/// One page of matching records.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct SearchPage {
+    /// The matching records on this page.
+    results: Vec<FoundRecord>,
     /// Pass it back as cursor for the next page; absent on the last page and past the
     /// 10,000 results HubSpot lets a search page through.
     #[serde(skip_serializing_if = "Option::is_none")]
     next_cursor: Option<String>,
-    /// Present when not every match can be paged to: narrow the filters to see the rest.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    note: Option<String>,
 }
 
 /// One matching record.
@@ -371,6 +404,17 @@ pub struct FoundRecord {
     updated_at: String,
 }
 
+impl From<RecordObject> for FoundRecord {
+    fn from(record: RecordObject) -> Self {
+        FoundRecord {
+            id: record.id,
+            properties: record.properties,
+            created_at: record.created_at,
+            updated_at: record.updated_at,
+        }
+    }
+}
+
 /// The answer, mapped: the records with `id` and `properties`, `total`, a cursor when more can
 /// be paged to, and a note when some matches cannot be reached.
 pub(crate) fn output(answer: SearchAnswer) -> SearchOutput {
@@ -382,30 +426,24 @@ pub(crate) fn output(answer: SearchAnswer) -> SearchOutput {
     let note = if total > MAX_REACHABLE {
         Some(format!(
             "{total} records match, but HubSpot search can page through only the first {MAX_REACHABLE}. \
-             Narrow the filters to reach the rest, for example by createdate or lastmodifieddate windows."
+             Narrow the filters to reach the rest, for example by createdate or lastmodifieddate windows, \
+             or search again with to_file: true to write every match to a file."
         ))
     } else if page.next_after().is_some_and(|after| !is_cursor(after)) {
         Some(
             "HubSpot has more results, but its paging cursor was not one this tool can pass on; \
-             narrow the filters to see the rest."
+             narrow the filters to see the rest, or search again with to_file: true."
                 .to_string(),
         )
     } else {
         None
     };
     SearchOutput {
-        results: page
-            .results
-            .into_iter()
-            .map(|record| FoundRecord {
-                id: record.id,
-                properties: record.properties,
-                created_at: record.created_at,
-                updated_at: record.updated_at,
-            })
-            .collect(),
         total,
-        next_cursor,
+        rows: SearchRows::Page(SearchPage {
+            results: page.results.into_iter().map(FoundRecord::from).collect(),
+            next_cursor,
+        }),
         note,
     }
 }
@@ -417,179 +455,7 @@ pub fn map_answer(body: &Value) -> Result<Value, String> {
     Ok(serde_json::to_value(output(answer)).expect("a search output serialises"))
 }
 
+pub(crate) mod export;
+
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn search(groups: Value) -> Search {
-        Search {
-            object_type: ObjectType::Deals,
-            filter_groups: serde_json::from_value(groups).unwrap(),
-            sorts: vec![],
-            query: None,
-            properties: vec![],
-            limit: 10,
-            after: None,
-            string_properties: BTreeSet::from(["dealname".to_string()]),
-        }
-    }
-
-    #[test]
-    fn every_operator_has_its_wire_shape() {
-        let s = search(json!([
-            {"filters": [
-                {"property": "amount", "operator": "BETWEEN", "value": 1000, "high_value": "5000"},
-                {"property": "dealstage", "operator": "IN", "values": ["appointmentscheduled", "ClosedWon"]},
-                {"property": "closedate", "operator": "HAS_PROPERTY"},
-                {"property": "dealname", "operator": "CONTAINS_TOKEN", "value": "renewal"}
-            ]},
-            {"filters": [{"property": "amount", "operator": "GTE", "value": 10}, {"property": "pipeline", "operator": "NOT_IN", "values": ["x"]},
-                         {"property": "dealname", "operator": "IN", "values": ["Big Renewal"]}]}
-        ]));
-        let body = s.body().unwrap();
-        assert_eq!(
-            body["filterGroups"][0]["filters"][0],
-            json!({"propertyName": "amount", "operator": "BETWEEN", "value": "1000", "highValue": "5000"})
-        );
-        assert_eq!(
-            body["filterGroups"][0]["filters"][1],
-            json!({"propertyName": "dealstage", "operator": "IN", "values": ["appointmentscheduled", "ClosedWon"]}),
-            "an enumeration's values go exactly as given"
-        );
-        assert_eq!(
-            body["filterGroups"][1]["filters"][2],
-            json!({"propertyName": "dealname", "operator": "IN", "values": ["big renewal"]}),
-            "a string property's IN values go lower-case, as HubSpot requires"
-        );
-        assert_eq!(
-            body["filterGroups"][0]["filters"][2],
-            json!({"propertyName": "closedate", "operator": "HAS_PROPERTY"})
-        );
-        assert_eq!(body["filterGroups"][1]["filters"][1]["operator"], "NOT_IN");
-        assert_eq!(body["limit"], 10);
-    }
-
-    #[test]
-    fn limits_are_checked_before_sending() {
-        let filter = json!({"property": "amount", "operator": "GT", "value": 1});
-        let six_groups = json!(
-            (0..6)
-                .map(|_| json!({"filters": [filter]}))
-                .collect::<Vec<_>>()
-        );
-        assert!(
-            matches!(search(six_groups).validate(), Err(ToolError::InvalidInput(m)) if m.contains("at most 5"))
-        );
-        let seven = json!([{"filters": (0..7).map(|_| filter.clone()).collect::<Vec<_>>()}]);
-        assert!(
-            matches!(search(seven).validate(), Err(ToolError::InvalidInput(m)) if m.contains("at most 6"))
-        );
-        let nineteen = json!((0..4).map(|i| json!({"filters": (0..if i == 0 { 1 } else { 6 }).map(|_| filter.clone()).collect::<Vec<_>>()})).collect::<Vec<_>>());
-        assert!(
-            matches!(search(nineteen).validate(), Err(ToolError::InvalidInput(m)) if m.contains("at most 18"))
-        );
-        let mut s = search(json!([]));
-        s.sorts = serde_json::from_value(json!([{"property": "amount", "direction": "ASCENDING"}, {"property": "closedate", "direction": "DESCENDING"}])).unwrap();
-        assert!(matches!(s.validate(), Err(ToolError::InvalidInput(m)) if m.contains("one sort")));
-        s.sorts.clear();
-        s.limit = 201;
-        assert!(s.validate().is_err());
-        s.limit = 200;
-        s.query = Some("x".repeat(3001));
-        assert!(s.validate().is_err());
-        s.query = None;
-        s.after = Some("10000".into());
-        assert!(
-            matches!(s.validate(), Err(ToolError::InvalidInput(m)) if m.contains("date windows"))
-        );
-    }
-
-    #[test]
-    fn operators_need_their_values() {
-        for bad in [
-            json!({"property": "amount", "operator": "BETWEEN", "value": 1}),
-            json!({"property": "dealstage", "operator": "IN", "values": []}),
-            json!({"property": "dealname", "operator": "EQ"}),
-            json!({"property": "dealname", "operator": "EQ", "value": {"x": 1}}),
-        ] {
-            assert!(
-                matches!(
-                    search(json!([{"filters": [bad.clone()]}])).body(),
-                    Err(ToolError::InvalidInput(_))
-                ),
-                "{bad}"
-            );
-        }
-    }
-
-    #[test]
-    fn answers_map_and_warn_past_ten_thousand() {
-        let answer = json!({"total": 12000, "results": [{"id": "51", "properties": {"dealname": "Big"}, "createdAt": "2026-01-01T00:00:00Z", "updatedAt": "2026-02-01T00:00:00Z", "archived": false}],
-                            "paging": {"next": {"after": "100", "link": "?after=100"}}});
-        let out = map_answer(&answer).unwrap();
-        assert_eq!(out["results"][0]["id"], "51");
-        assert_eq!(out["results"][0]["properties"]["dealname"], "Big");
-        assert_eq!(out["next_cursor"], "100");
-        assert!(out["note"].as_str().unwrap().contains("10000"));
-        let last = json!({"total": 12000, "results": [], "paging": {"next": {"after": "10000"}}});
-        let out = map_answer(&last).unwrap();
-        assert!(out.get("next_cursor").is_none());
-        assert!(
-            out["note"].as_str().unwrap().contains("10000"),
-            "never silently"
-        );
-    }
-
-    /// The search answer of HubSpot's reference (cited on [`SearchAnswer`]), as it shows it.
-    #[test]
-    fn a_search_answer_reads_as_hubspot_documents_it() {
-        let answer: SearchAnswer = serde_json::from_value(json!({
-            "total": 123,
-            "results": [{"archived": false, "createdAt": "2019-10-30T03:30:17.883Z", "id": "512",
-                         "properties": {"property_checkbox": "false", "property_date": "1572480000000", "property_string": "value"},
-                         "updatedAt": "2019-12-07T16:50:06.678Z"}],
-            "paging": {"next": {"after": "NTI1Cg%3D%3D", "link": "?after=NTI1Cg%3D%3D"},
-                       "prev": {"before": "MQ%3D%3D", "link": "?before=MQ%3D%3D"}}
-        }))
-        .unwrap();
-        assert_eq!(
-            serde_json::to_value(output(answer)).unwrap(),
-            json!({"results": [{"id": "512", "properties": {"property_checkbox": "false", "property_date": "1572480000000", "property_string": "value"},
-                                "created_at": "2019-10-30T03:30:17.883Z", "updated_at": "2019-12-07T16:50:06.678Z"}],
-                   "total": 123, "next_cursor": "NTI1Cg%3D%3D"})
-        );
-    }
-
-    #[test]
-    fn a_search_answer_without_its_total_is_refused_by_name() {
-        let err = serde_json::from_value::<SearchAnswer>(json!({"results": []})).unwrap_err();
-        assert!(err.to_string().contains("missing field `total`"), "{err}");
-        assert!(map_answer(&json!({"results": []})).is_err());
-    }
-
-    /// HubSpot documents `after` only as "the paging cursor token" and its own examples are
-    /// base64 (`"after": "NTI1Cg%3D%3D"`): whatever it returns is handed on.
-    #[test]
-    fn an_opaque_cursor_is_passed_on_never_dropped() {
-        let answer = json!({"total": 600, "results": [], "paging": {"next": {"after": "NTI1Cg%3D%3D", "link": "?after=NTI1Cg%3D%3D"}}});
-        assert_eq!(map_answer(&answer).unwrap()["next_cursor"], "NTI1Cg%3D%3D");
-        let odd = json!({"total": 600, "results": [], "paging": {"next": {"after": "a b"}}});
-        let out = map_answer(&odd).unwrap();
-        assert!(out.get("next_cursor").is_none());
-        assert!(out["note"].as_str().unwrap().contains("more results"));
-    }
-
-    /// "Attempting to page beyond 10,000 will result in a 400 error": the last reachable page
-    /// is shortened so that after + limit is exactly 10,000.
-    #[test]
-    fn the_last_page_is_clamped_at_ten_thousand() {
-        let mut s = search(json!([]));
-        s.limit = 200;
-        s.after = Some("9900".into());
-        assert_eq!(s.body().unwrap()["limit"], 100);
-        s.after = Some("9999".into());
-        assert_eq!(s.body().unwrap()["limit"], 1);
-        s.after = Some("400".into());
-        assert_eq!(s.body().unwrap()["limit"], 200);
-    }
-}
+mod tests;

@@ -5,6 +5,7 @@
 //! answers the compact describe, [`super::describe::ObjectView`].
 
 use super::ids::{ApiName, SalesforceId};
+pub(crate) use crate::result_file::FileFormat;
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -116,12 +117,4 @@ pub(crate) struct ResultFile {
     pub(crate) columns: Vec<String>,
     /// The first few records, to show what the file holds.
     pub(crate) preview: Vec<Record>,
-}
-
-/// The format of a result file.
-#[derive(Debug, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub(crate) enum FileFormat {
-    /// JSON Lines: one record, as a JSON object, per line.
-    Jsonl,
 }

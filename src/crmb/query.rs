@@ -11,6 +11,7 @@ use crate::config::{ApiVersion, Config};
 use crate::error::{Crm, CrmProblem, ToolError};
 use crate::http::Request;
 use crate::proxy;
+use crate::result_file::{self, file_error, fingerprint};
 use crate::tool::Session;
 use serde::Deserialize;
 use std::io::Write;
@@ -136,13 +137,6 @@ impl Cursor {
         }
         Ok(cursor)
     }
-}
-
-/// FNV-1a of the query text.
-fn fingerprint(text: &str) -> u64 {
-    text.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-    })
 }
 
 /// What the caller asked for, validated.
@@ -395,11 +389,10 @@ impl Pager<'_> {
         session: &mut Session<'_>,
         first: Page,
     ) -> Result<QueryResult, ToolError> {
-        let results = &self.config.results;
-        let dir = results.dir.as_deref().expect("checked by the caller");
         let stamp = session.now_unix_millis();
-        let (name, file) = new_file(session, fingerprint(self.query.text()), stamp)?;
-        let partial = format!("{name}.partial");
+        let stem = format!("soql-{:016x}", fingerprint(self.query.text()));
+        let (name, file) = result_file::create(session, &stem, stamp)?;
+        let partial = result_file::partial(&name);
         let written = self.write_pages(session, first, file, &partial);
         let (count, total, columns, preview, complete) = match written {
             Ok(summary) => summary,
@@ -413,13 +406,12 @@ impl Pager<'_> {
             .files()?
             .publish(&partial, &name)
             .map_err(|e| file_error(&name, e))?;
-        let shown_dir = results.host_dir.as_deref().unwrap_or(dir);
         Ok(QueryResult {
             object: self.query.object().to_string(),
             total_size: total,
             done: complete,
             rows: QueryRows::File(ResultFile {
-                file_path: format!("{}/{name}", shown_dir.trim_end_matches('/')),
+                file_path: result_file::shown_path(&self.config.results, &name),
                 format: FileFormat::Jsonl,
                 record_count: count,
                 columns,
@@ -473,37 +465,6 @@ impl Pager<'_> {
         out.flush().map_err(|e| file_error(path, e))?;
         Ok((count, total, columns, preview, true))
     }
-}
-
-fn file_error(path: &str, err: std::io::Error) -> ToolError {
-    ToolError::Unavailable(format!(
-        "could not write the result file {path}: {err}; the query can be run again, or with a smaller result"
-    ))
-}
-
-/// A new result file `soql-{query fingerprint}-{time}[-n].jsonl` (its `.partial` is what is
-/// written), numbered when the same query already wrote one in the same millisecond.
-fn new_file(
-    session: &mut Session<'_>,
-    fingerprint: u64,
-    stamp: u64,
-) -> Result<(String, Box<dyn Write>), ToolError> {
-    for n in 0..100u32 {
-        let suffix = if n == 0 {
-            String::new()
-        } else {
-            format!("-{n}")
-        };
-        let name = format!("soql-{fingerprint:016x}-{stamp:x}{suffix}.jsonl");
-        match session.files()?.create(&format!("{name}.partial")) {
-            Ok(file) => return Ok((name, file)),
-            Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(err) => return Err(file_error(&name, err)),
-        }
-    }
-    Err(ToolError::Unavailable(
-        "too many result files of this query at once; run it again in a moment".into(),
-    ))
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //! only midnight-UTC values, and a second contact with the same email is a `CONFLICT`.
 
 mod search;
+mod seed;
 #[cfg(test)]
 mod tests;
 

@@ -5,6 +5,7 @@
 mod crma;
 mod crmb;
 mod egress;
+mod export;
 mod fixtures;
 mod governance;
 mod mcp;

@@ -4,6 +4,7 @@ use super::after;
 use crate::crma::client::{self, Call};
 use crate::crma::properties;
 use crate::crma::scopes::Operation;
+use crate::crma::search::export::{self, ExportPlan};
 use crate::crma::search::{self, FilterGroup, Search, SearchAnswer, SearchOutput, Sort};
 use crate::crma::types::{ObjectType, PropertyName, RecordId};
 use crate::crma::wire::RecordObject;
@@ -41,6 +42,12 @@ pub struct SearchInput {
     /// next_cursor from the previous page.
     #[serde(default)]
     pub cursor: Option<String>,
+    /// true writes every match, past the 10,000 a search can page through, to a JSON Lines
+    /// file in the workspace's results directory, in hs_object_id order, and answers with
+    /// file_path, record_count and a preview instead of results. Not with cursor, sorts or
+    /// limit. Default false.
+    #[serde(default)]
+    pub to_file: bool,
 }
 
 /// `crma_search_records`.
@@ -53,7 +60,8 @@ impl Tool for SearchRecords {
         (EQ, NEQ, LT, LTE, GT, GTE, BETWEEN, IN, NOT_IN, HAS_PROPERTY, NOT_HAS_PROPERTY, \
         CONTAINS_TOKEN, NOT_CONTAINS_TOKEN), one sort, free text and chosen properties. Returns \
         results (id, properties), total and next_cursor. HubSpot can page through only the first \
-        10,000 matches; narrow by date windows for more.";
+        10,000 matches; narrow by date windows, or set to_file to write every match (any number) \
+        to a JSON Lines file and get its file_path, record_count and a preview.";
     const TITLE: &'static str = "Search HubSpot records";
     const EFFECT: CrmEffect = CrmEffect::Reads;
     type Input = SearchInput;
@@ -71,6 +79,22 @@ impl Tool for SearchRecords {
             .chain(&input.properties);
         policy.refuse_masked(named.map(PropertyName::as_str))?;
         policy.refuse_over_max(input.limit.unwrap_or(0).into())?;
+        if input.to_file {
+            // Everything an export cannot take is refused before anything is sent.
+            let plan = ExportPlan::new(
+                input.object_type,
+                input.filter_groups,
+                &input.sorts,
+                input.query,
+                input.properties,
+                input.limit,
+                input.cursor.as_deref(),
+            )?;
+            export::check_before_sending(session, &plan)?;
+            let string_properties =
+                string_properties_in(session, plan.object_type(), plan.filter_groups())?;
+            return export::run(session, plan.with_string_properties(string_properties));
+        }
         let after = after(&input.cursor)?;
         let string_properties =
             string_properties_in(session, &input.object_type, &input.filter_groups)?;

@@ -6,13 +6,20 @@
 //!   property with this operator, values must be lowercase"); on an enumeration they match the
 //!   option's internal value exactly (`NOT_STARTED`).
 //! - Paging past 10,000 results is a 400 ("Attempting to page beyond 10,000 will result in a
-//!   400 error").
+//!   400 error"), so a client that pages with `after` never sees the rest; sorting by
+//!   `hs_object_id` and filtering `hs_object_id GT <last id>` (compared as numbers) reaches
+//!   every record, as on a real portal.
+//! - A page holds at most 200 records ("The maximum number of supported objects per page is
+//!   200"); the sandbox refuses a larger `limit` rather than quietly shortening the page, so a
+//!   client that asks for more is caught here.
 
 use super::{Answer, error};
 use serde_json::{Map, Value, json};
 
 /// HubSpot's cap on the results one search can page through.
 const MAX_REACHABLE: usize = 10_000;
+/// HubSpot's largest search page.
+const MAX_LIMIT: u64 = 200;
 
 /// Searches `records` (those the index has caught up with); `definitions` are the type's
 /// property definitions, which decide how `IN` compares.
@@ -62,7 +69,15 @@ pub(super) fn search<'r>(
         }
     }
     let total = hits.len();
-    let limit = body["limit"].as_u64().unwrap_or(10).clamp(1, 200) as usize;
+    let limit = body["limit"].as_u64().unwrap_or(10);
+    if !(1..=MAX_LIMIT).contains(&limit) {
+        return error(
+            400,
+            "VALIDATION_ERROR",
+            &format!("limit must be from 1 to {MAX_LIMIT}, got {limit}"),
+        );
+    }
+    let limit = limit as usize;
     let after: usize = body["after"]
         .as_str()
         .and_then(|a| a.parse().ok())

@@ -226,3 +226,66 @@ fn search_refuses_to_page_past_ten_thousand() {
     );
     assert_eq!(status, 400, "{answer}");
 }
+
+fn search_contacts(d: &mut HubSpotData, body: Value) -> Answer {
+    d.answer(
+        "POST",
+        &["crm", "v3", "objects", "contacts", "search"],
+        None,
+        body.to_string().as_bytes(),
+    )
+}
+
+/// Past 10,000 results HubSpot's paging stops with a 400; sorting by `hs_object_id` and asking
+/// for the ids above the last one seen reaches every record, 200 at a time.
+#[test]
+fn keyset_paging_by_hs_object_id_reaches_past_ten_thousand_and_offsets_do_not() {
+    let mut d = data();
+    let ids = d.seed_contacts(12_345, "Seeded Import Co");
+    assert_eq!(ids.len(), 12_345);
+    assert!(ids.windows(2).all(|w| w[0] < w[1]));
+    let mine = json!({"filters": [{"propertyName": "company", "operator": "EQ", "value": "Seeded Import Co"}]});
+    let sorts = json!([{"propertyName": "hs_object_id", "direction": "ASCENDING"}]);
+
+    let (status, page) = search_contacts(
+        &mut d,
+        json!({"filterGroups": [mine], "sorts": sorts, "limit": 200, "after": "9800"}),
+    );
+    assert_eq!((status, page["total"].as_u64()), (200, Some(12_345)));
+    assert_eq!(page["paging"]["next"]["after"], "10000");
+    let (status, refused) = search_contacts(
+        &mut d,
+        json!({"filterGroups": [mine], "sorts": sorts, "limit": 200, "after": "10000"}),
+    );
+    assert_eq!(
+        (status, refused["category"].as_str()),
+        (400, Some("VALIDATION_ERROR"))
+    );
+    let (status, _) = search_contacts(&mut d, json!({"filterGroups": [mine], "limit": 201}));
+    assert_eq!(status, 400, "no page over 200");
+
+    let mut seen = Vec::new();
+    let mut last: Option<u64> = None;
+    loop {
+        let mut group = mine.clone();
+        if let Some(last) = last {
+            group["filters"].as_array_mut().unwrap().push(json!({"propertyName": "hs_object_id", "operator": "GT", "value": last.to_string()}));
+        }
+        let (status, page) = search_contacts(
+            &mut d,
+            json!({"filterGroups": [group], "sorts": sorts, "properties": ["email"], "limit": 200}),
+        );
+        assert_eq!(status, 200, "{page}");
+        let results = page["results"].as_array().unwrap();
+        seen.extend(
+            results
+                .iter()
+                .map(|r| r["id"].as_str().unwrap().parse::<u64>().unwrap()),
+        );
+        if page.get("paging").is_none() {
+            break;
+        }
+        last = seen.last().copied();
+    }
+    assert_eq!(seen, ids);
+}
