@@ -12,6 +12,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 // In a folder, not benches/network.rs, so cargo does not take it for a bench target of its own.
+#[path = "export.rs"]
+mod export;
 #[path = "mapping.rs"]
 mod mapping;
 mod network;
@@ -92,6 +94,7 @@ fn main() {
         for (owners, users) in [(20_000usize, 2_000usize), (200_000, 2_000)] {
             sync_figures(&runtime_for_queries, &wasm, owners, users).await;
         }
+        export::figures(&runtime_for_queries, &wasm).await;
         if memory_only {
             return;
         }
