@@ -499,3 +499,60 @@ async fn created_records_carry_the_admins_provenance_marker() {
     assert_eq!(record["properties"]["created_by_assistant"], "true");
     assert_eq!(writes(&audit).len(), 1);
 }
+
+/// Every write tool takes `"preview": true` and then writes nothing: each answers with the
+/// request it would send and a token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_write_tool_previews_and_writes_nothing() {
+    let (host, audit) = sandbox_host(&[]);
+    let changed = output(run(&host, "crma_update_record", update("555")).await);
+    let before = writes(&audit).len();
+    for (tool, input, method) in [
+        (
+            "crma_create_record",
+            json!({"object_type": "contacts", "properties": {"email": "x@acme.example.com"}}),
+            "POST",
+        ),
+        ("crma_update_record", update("1"), "PATCH"),
+        (
+            "crma_merge_companies",
+            json!({"primary_id": "357100", "merge_id": "357101"}),
+            "POST",
+        ),
+        (
+            "crma_create_association",
+            json!({"object_type": "contacts", "record_id": "357201", "to_object_type": "companies", "to_record_id": "357102"}),
+            "PUT",
+        ),
+        (
+            "crma_log_activity",
+            json!({"activity_type": "note", "properties": {"hs_note_body": "Called"}}),
+            "POST",
+        ),
+        (
+            "crmb_create_record",
+            json!({"object": "Task", "fields": {"Subject": "Call back"}}),
+            "POST",
+        ),
+        (
+            "crmb_update_record",
+            json!({"object": "Account", "record_id": ACCOUNT, "fields": {"Phone": "1"}}),
+            "PATCH",
+        ),
+        (
+            "crm_revert_change",
+            json!({"change_id": changed["change_id"]}),
+            "PATCH",
+        ),
+    ] {
+        let out = output(run(&host, tool, with(input, "preview", json!(true))).await);
+        assert_eq!(out["preview"]["request"]["method"], method, "{tool}: {out}");
+        assert!(
+            out["preview"]["confirmation_token"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("cf1.")),
+            "{tool}"
+        );
+    }
+    assert_eq!(writes(&audit).len(), before, "no preview wrote anything");
+}
