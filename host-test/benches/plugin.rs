@@ -27,14 +27,22 @@ fn main() {
     let memory_only = std::env::args().any(|a| a == "memory");
     // `percall`: only the per-call figures, e.g. under `perf record` with CRM_HOST_PERF_MAP=1.
     let percall_only = std::env::args().any(|a| a == "percall");
-    let wasm = std::fs::read(crm_host::COMPONENT_PATH).expect("the component is built");
+    // `mapping`: only the mapping comparison, for a profile of the guest's mapping code.
+    let mapping_only = std::env::args().any(|a| a == "mapping");
+    // `network`: only the loopback HTTP and HTTPS figures.
+    let network_only = std::env::args().any(|a| a == "network");
+    // CRM_BENCH_COMPONENT swaps in another build, e.g. one that keeps function names for a
+    // profile (`CARGO_PROFILE_RELEASE_STRIP=none`).
+    let component = std::env::var("CRM_BENCH_COMPONENT")
+        .unwrap_or_else(|_| crm_host::COMPONENT_PATH.to_string());
+    let wasm = std::fs::read(&component).expect("the component is built");
     println!(
         "component size: {} bytes ({:.1} KiB)",
         wasm.len(),
         wasm.len() as f64 / 1024.0
     );
 
-    if !memory_only && !percall_only {
+    if !memory_only && !percall_only && !mapping_only && !network_only {
         let mut compile = Vec::new();
         for _ in 0..5 {
             let runtime = Runtime::new(HostLimits::default()).unwrap();
@@ -56,6 +64,10 @@ fn main() {
         .build()
         .unwrap();
     tokio.block_on(async {
+        if network_only {
+            network::figures(&wasm).await;
+            return;
+        }
         let runtime = Arc::new(Runtime::new(HostLimits::default()).unwrap());
         let plugin = runtime.load(&wasm).unwrap();
         let stub = StubBackend::with_handler(|request| {
@@ -81,6 +93,9 @@ fn main() {
             return;
         }
         mapping::figures(&runtime_for_queries, &wasm).await;
+        if mapping_only {
+            return;
+        }
         for total in [2_000u64, 100_000] {
             let started = Instant::now();
             let (peak, summary) = query_peak_memory(&runtime_for_queries, &wasm, total).await;
@@ -128,6 +143,10 @@ async fn measure(host: &Host, label: &str) {
             json!({"object": "Account", "record_id": "001000000000001AAA", "fields": ["Name", "Industry"]}),
         ),
     ] {
+        // CRM_BENCH_TOOL keeps one tool, e.g. for a profile of its calls alone.
+        if std::env::var("CRM_BENCH_TOOL").is_ok_and(|only| only != tool) {
+            continue;
+        }
         let request = CallRequest {
             tenant_id: "bench".into(),
             user_id: "bench-user".into(),

@@ -67,7 +67,10 @@ impl Backend for Salesforce {
     }
 }
 
-/// Prints the network figures over plain HTTP and over HTTPS.
+/// Prints the network figures over plain HTTP and over HTTPS. Measured from `block_on`: from
+/// a worker task the raw floor drops to about 9 µs but the host's call rises to about 240 µs
+/// (the component's fiber and the pooled client's connection task then share the two workers),
+/// so this is the fairer of the two for the comparison.
 pub async fn figures(wasm: &[u8]) {
     for tls in [false, true] {
         one_scheme(wasm, tls).await;
