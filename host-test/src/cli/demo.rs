@@ -100,6 +100,7 @@ pub(crate) async fn demo(
         println!("\n## {title}\n$ crm-host call {tool} '{input}'");
         report(host.call(request(tool, input)).await);
     }
+    governed(host, request).await;
     let read_only = "crm.objects.deals.read";
     let tool = "crma_create_record";
     let input = r#"{"object_type":"deals","properties":{"dealname":"Expansion"}}"#;
@@ -112,4 +113,48 @@ pub(crate) async fn demo(
     report(host.call(limited).await);
     println!("\nRun `crm-host --help` for more; `--audit -` shows the audit trail.");
     Ok(ExitCode::SUCCESS)
+}
+
+/// A governed write: preview, apply with the preview's token, the journal, and a revert.
+async fn governed(host: &Host, request: &dyn Fn(&str, &str) -> CallRequest) {
+    let step = async |title: &str, tool: &str, input: String| {
+        println!("\n## {title}\n$ crm-host call {tool} '{input}'");
+        let out = host.call(request(tool, &input)).await;
+        let value = out
+            .as_ref()
+            .ok()
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(text).ok());
+        report(out);
+        value.unwrap_or_default()
+    };
+    let update = r#""object_type":"deals","record_id":"357300","properties":{"amount":"195000"}"#;
+    let preview = step(
+        "HubSpot: preview a change to the deal (nothing is written; current value beside new)",
+        "crma_update_record",
+        format!(r#"{{{update},"preview":true}}"#),
+    )
+    .await;
+    let Some(token) = preview["preview"]["confirmation_token"].as_str() else {
+        return;
+    };
+    let applied = step(
+        "HubSpot: apply it with the preview's token (good once, for this user and input)",
+        "crma_update_record",
+        format!(r#"{{{update},"confirmation_token":"{token}"}}"#),
+    )
+    .await;
+    step(
+        "The change journal: what the assistant changed, with the values it overwrote",
+        "crm_list_changes",
+        r#"{"record_id":"357300","limit":1}"#.into(),
+    )
+    .await;
+    if let Some(change) = applied["change_id"].as_str() {
+        step(
+            "Put the old value back",
+            "crm_revert_change",
+            format!(r#"{{"change_id":"{change}"}}"#),
+        )
+        .await;
+    }
 }

@@ -556,3 +556,29 @@ async fn every_write_tool_previews_and_writes_nothing() {
     }
     assert_eq!(writes(&audit).len(), before, "no preview wrote anything");
 }
+
+/// The README's main command shows a governed write end to end: preview, apply with the token,
+/// the journal, and the revert, in a `crm-host demo` process of its own.
+#[test]
+fn the_demo_previews_applies_lists_and_reverts_a_change() {
+    let dir = temp_dir("demo-governed");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_crm-host"))
+        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .arg("--results-dir")
+        .arg(dir.join("results"))
+        .arg("demo")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    for shown in [
+        "\"confirmation_token\": \"cf1.",
+        "\"current\": \"180000\"",
+        "\"old_values\": {",
+        "\"restored\": {",
+    ] {
+        assert!(text.contains(shown), "the demo shows {shown}:\n{text}");
+    }
+}
