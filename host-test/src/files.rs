@@ -26,10 +26,32 @@ pub struct ResultFile {
 }
 
 /// One tenant's results directory with the per-file size ceiling, as a call's store holds it.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct ResultsDir {
     pub(crate) dir: PathBuf,
     pub(crate) max_file_bytes: u64,
+    /// Files this call created and has not published or discarded yet.
+    pub(crate) unpublished: Unpublished,
+}
+
+/// The files a call created and did not publish. They are removed when the call's store goes,
+/// however the call ended (an error, the host's timeout, a client's cancel), so nothing
+/// half-written stays in the tenant's directory.
+#[derive(Debug, Default)]
+pub(crate) struct Unpublished(Vec<PathBuf>);
+
+impl Unpublished {
+    fn forget(&mut self, path: &Path) {
+        self.0.retain(|p| p != path);
+    }
+}
+
+impl Drop for Unpublished {
+    fn drop(&mut self) {
+        for path in self.0.drain(..) {
+            let _ = fs::remove_file(path);
+        }
+    }
 }
 
 /// The directory's path for a plain file name, or why the name is refused.
@@ -54,6 +76,10 @@ impl CallState {
             .as_ref()
             .ok_or_else(|| "this tenant has no results directory".to_string())
     }
+
+    fn unpublished(&mut self) -> Option<&mut Unpublished> {
+        self.results.as_mut().map(|r| &mut r.unpublished)
+    }
 }
 
 impl result_files::Host for CallState {
@@ -64,6 +90,9 @@ impl result_files::Host for CallState {
             .create_new(true)
             .open(&path)
             .map_err(|e| format!("creating {name}: {e}"))?;
+        if let Some(unpublished) = self.unpublished() {
+            unpublished.0.push(path);
+        }
         let mask = self.policy.masks().then(|| self.policy.clone());
         self.table
             .push(ResultFile {
@@ -78,12 +107,19 @@ impl result_files::Host for CallState {
     fn publish(&mut self, partial: String, final_: String) -> Result<(), String> {
         let dir = &self.results_dir()?.dir;
         let (from, to) = (path_in(dir, &partial)?, path_in(dir, &final_)?);
-        fs::rename(from, to).map_err(|e| format!("publishing {final_}: {e}"))
+        fs::rename(&from, to).map_err(|e| format!("publishing {final_}: {e}"))?;
+        if let Some(unpublished) = self.unpublished() {
+            unpublished.forget(&from);
+        }
+        Ok(())
     }
 
     fn discard(&mut self, name: String) {
         if let Ok(path) = self.results_dir().and_then(|r| path_in(&r.dir, &name)) {
-            let _ = fs::remove_file(path);
+            let _ = fs::remove_file(&path);
+            if let Some(unpublished) = self.unpublished() {
+                unpublished.forget(&path);
+            }
         }
     }
 }

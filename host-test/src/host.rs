@@ -485,11 +485,13 @@ impl Host {
         if let Err(refused) = self.refuse_hidden(entry, &request.tool).await {
             return (Err(refused), 0);
         }
-        if let Some(integration) = entry
-            .plugin
-            .policy
-            .integrations_of(&request.tool)
-            .find(|i| !entry.connections.is_connected(*i))
+        // A tool refused up front is one whose every CRM is disconnected; a tool that may reach
+        // either (`crm_revert_change`) still runs for the connected one, and the hooks answer a
+        // request to the disconnected one with a local 401, sending nothing.
+        let reaches: Vec<Integration> =
+            entry.plugin.policy.integrations_of(&request.tool).collect();
+        if let Some(&integration) = reaches.first()
+            && reaches.iter().all(|i| !entry.connections.is_connected(*i))
         {
             let crm = match integration {
                 Integration::CrmA => "HubSpot",

@@ -457,6 +457,7 @@ impl Runtime {
             results: tenant.results_dir.map(|dir| ResultsDir {
                 dir,
                 max_file_bytes: self.limits.max_result_file_bytes,
+                unpublished: Default::default(),
             }),
             mappings: tenant.mappings,
             crm_a_generation: tenant.connections.generation(Integration::CrmA),

@@ -256,3 +256,37 @@ async fn an_export_refused_before_sending_sends_nothing_and_writes_nothing() {
     assert!(e.log.lock().unwrap().is_empty());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// An export the host stops at its call timeout leaves nothing in the tenant's directory: the
+/// unpublished `.partial` file goes with the call.
+#[tokio::test]
+async fn an_export_cut_by_the_call_timeout_leaves_no_partial_file() {
+    let dir = temp_dir("export-timeout");
+    let runtime = Arc::new(
+        crm_host::Runtime::new(crm_host::HostLimits {
+            call_timeout: Duration::from_secs(2),
+            ..crm_host::HostLimits::default()
+        })
+        .unwrap(),
+    );
+    let sandbox = SandboxCrm::new();
+    sandbox
+        .seed_hubspot_contacts("acme", 5_000, "Slow Export Co")
+        .unwrap();
+    let host = Host::new(runtime.clone(), Arc::new(sandbox), AuditLog::in_memory());
+    let mut spec = SandboxCrm::tenant_spec("acme");
+    spec.results_dir = Some(dir.clone());
+    host.add_tenant(spec, runtime.load(&plugin_bytes()).unwrap())
+        .unwrap();
+    // 25 paced searches take over 6 s; the host stops the call after 2.
+    let err = host
+        .call(acme_call(
+            json!({"object_type": "contacts", "to_file": true,
+                               "filter_groups": of_company("Slow Export Co")}),
+        ))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("longer than"), "{err}");
+    let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+    assert!(left.is_empty(), "{left:?}");
+}

@@ -582,3 +582,49 @@ fn the_demo_previews_applies_lists_and_reverts_a_change() {
         assert!(text.contains(shown), "the demo shows {shown}:\n{text}");
     }
 }
+
+/// A revert reaches only the CRM its change was made in: with Salesforce disconnected a
+/// HubSpot change is still put back, and a Salesforce one says to reconnect, sending nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_revert_needs_only_the_crm_of_its_change() {
+    use crm_host::egress::Integration;
+    let (host, audit) = sandbox_host(&[]);
+    let hubspot = output(run(&host, "crma_update_record", update("666")).await);
+    let salesforce = output(
+        run(
+            &host,
+            "crmb_update_record",
+            json!({"object": "Account", "record_id": ACCOUNT, "fields": {"Phone": "+1 555"}}),
+        )
+        .await,
+    );
+    host.disconnect("acme", Integration::CrmB).unwrap();
+    let before = writes(&audit).len();
+    output(
+        run(
+            &host,
+            "crm_revert_change",
+            json!({"change_id": hubspot["change_id"]}),
+        )
+        .await,
+    );
+    assert_eq!(
+        writes(&audit).len(),
+        before + 1,
+        "the HubSpot revert went out"
+    );
+    let (kind, _) = tool_error(
+        run(
+            &host,
+            "crm_revert_change",
+            json!({"change_id": salesforce["change_id"]}),
+        )
+        .await,
+    );
+    assert_eq!(kind, "not-connected");
+    assert_eq!(
+        writes(&audit).len(),
+        before + 1,
+        "nothing went to Salesforce"
+    );
+}
