@@ -69,6 +69,31 @@ pub enum Crm {
     Salesforce,
 }
 
+impl Crm {
+    /// The CRM's id as answers and the journal spell it (`hubspot`), the same as its JSON form.
+    pub fn id(self) -> &'static str {
+        match self {
+            Crm::Hubspot => "hubspot",
+            Crm::Salesforce => "salesforce",
+        }
+    }
+
+    /// The CRM whose id is `id`.
+    pub fn from_id(id: &str) -> Option<Crm> {
+        [Crm::Hubspot, Crm::Salesforce]
+            .into_iter()
+            .find(|c| c.id() == id)
+    }
+
+    /// The product's name, for messages (`HubSpot`).
+    pub fn product(self) -> &'static str {
+        match self {
+            Crm::Hubspot => "HubSpot",
+            Crm::Salesforce => "Salesforce",
+        }
+    }
+}
+
 /// A CRM error the assistant can act on, in one JSON shape for both CRMs, so a client reads
 /// `codes`, `messages`, `fields` and `hint` the same way whichever CRM answered.
 ///

@@ -538,15 +538,12 @@ impl Host {
 
 /// A fresh id for one call, written on its audit line and kept with every change it journals.
 fn new_call_id() -> String {
-    use ring::rand::SecureRandom;
-    let mut bytes = [0u8; 8];
     // Without the system's random numbers the time stands in: the id names, it does not guard.
-    if ring::rand::SystemRandom::new().fill(&mut bytes).is_err() {
-        bytes = (std::time::SystemTime::now()
+    crate::mappings::journal::random_hex(8).unwrap_or_else(|_| {
+        let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)
-            .unwrap_or_default())
-        .to_be_bytes();
-    }
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+            .unwrap_or_default();
+        format!("{nanos:016x}")
+    })
 }

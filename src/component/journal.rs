@@ -2,9 +2,10 @@
 //! and tool (the host binds all three; the component names none).
 
 use super::crm::plugin::change_journal as wit;
+use crate::error::Crm;
 use crate::governance::{
-    Change, ChangeEntry, ChangeFilter, ChangeStatus, Confirmation, Journal, JournalError,
-    TokenRefusal,
+    Change, ChangeEntry, ChangeFilter, ChangeKind, ChangeStatus, Confirmation, Journal,
+    JournalError, TokenRefusal,
 };
 use serde_json::{Map, Value};
 
@@ -43,17 +44,15 @@ fn from_wit(change: wit::Change) -> Result<Change, JournalError> {
             wit::ChangeStatus::Unknown => ChangeStatus::Unknown,
         },
         entry: ChangeEntry {
-            crm: if e.crm == "salesforce" {
-                "salesforce"
-            } else {
-                "hubspot"
-            },
+            crm: Crm::from_id(&e.crm).ok_or_else(|| {
+                JournalError(format!("a change names an unknown CRM {:?}", e.crm))
+            })?,
             tool: change.tool,
             kind: match e.kind {
-                wit::ChangeKind::Create => "create",
-                wit::ChangeKind::Update => "update",
-                wit::ChangeKind::Merge => "merge",
-                wit::ChangeKind::Association => "association",
+                wit::ChangeKind::Create => ChangeKind::Create,
+                wit::ChangeKind::Update => ChangeKind::Update,
+                wit::ChangeKind::Merge => ChangeKind::Merge,
+                wit::ChangeKind::Association => ChangeKind::Association,
             },
             object: e.object,
             record_id: e.record_id,
@@ -67,13 +66,13 @@ fn from_wit(change: wit::Change) -> Result<Change, JournalError> {
 impl Journal for HostJournal {
     fn begin(&mut self, entry: &ChangeEntry) -> Result<String, JournalError> {
         let kind = match entry.kind {
-            "create" => wit::ChangeKind::Create,
-            "update" => wit::ChangeKind::Update,
-            "merge" => wit::ChangeKind::Merge,
-            _ => wit::ChangeKind::Association,
+            ChangeKind::Create => wit::ChangeKind::Create,
+            ChangeKind::Update => wit::ChangeKind::Update,
+            ChangeKind::Merge => wit::ChangeKind::Merge,
+            ChangeKind::Association => wit::ChangeKind::Association,
         };
         wit::journal_change(&wit::ChangeEntry {
-            crm: entry.crm.into(),
+            crm: entry.crm.id().into(),
             kind,
             object: entry.object.clone(),
             record_id: entry.record_id.clone(),

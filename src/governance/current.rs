@@ -2,6 +2,7 @@
 //! preview shows beside the new values, what the journal keeps for a revert, and what a
 //! confirmation is checked against. One read per CRM, on each CRM's documented read path.
 
+use super::policy::WorkspacePolicy;
 use super::target::WriteTarget;
 use crate::crma::client::{self as crma_client, Call};
 use crate::crma::scopes::Operation;
@@ -112,6 +113,29 @@ fn pick(record: &Map<String, Value>, fields: &[&str], changed_by: &str) -> Curre
             _ => None,
         },
     }
+}
+
+/// Each field of `expected` whose value `now` holds no longer, with both values, described
+/// for a refusal by `describe(field, expected, now)`; a masked field is named, never its values.
+pub(super) fn moved(
+    expected: &Map<String, Value>,
+    now: &Map<String, Value>,
+    policy: &WorkspacePolicy,
+    describe: impl Fn(&str, &Value, &Value) -> String,
+) -> Vec<String> {
+    expected
+        .iter()
+        .filter_map(|(field, then)| {
+            let now = now.get(field).unwrap_or(&Value::Null);
+            (!same_value(then, now)).then(|| {
+                if policy.is_masked(field) {
+                    format!("{field} (masked) holds another value")
+                } else {
+                    describe(field, then, now)
+                }
+            })
+        })
+        .collect()
 }
 
 /// Whether two field values are the same value as the CRM stores it: HubSpot keeps every

@@ -2,9 +2,9 @@
 //! workspace policy, the provenance marker, the preview, the confirmation and the journal,
 //! for whichever tool built the request.
 
-use super::current::{self, same_value};
+use super::current;
 use super::journal::{ChangeEntry, ChangeStatus, Confirmation};
-use super::policy::{WorkspacePolicy, crm_name};
+use super::policy::WorkspacePolicy;
 use super::target::{WriteKind, WriteTarget};
 use crate::client::{Answer, HintReader};
 use crate::error::{Crm, ToolError};
@@ -141,9 +141,9 @@ impl WriteGate {
             None => {}
         }
         let entry = ChangeEntry {
-            crm: crm_label(target.crm),
+            crm: target.crm,
             tool: self.tool.to_string(),
-            kind: target.kind.name(),
+            kind: target.kind.change_kind(),
             object: target.object.clone(),
             record_id: target.kind.record_id().map(str::to_string),
             old_values: current,
@@ -169,14 +169,6 @@ impl WriteGate {
         let _ = session.journal()?.settle(&id, status, created.as_deref());
         self.change_id = Some(id);
         sent
-    }
-}
-
-/// The journal's name of a CRM.
-pub(crate) fn crm_label(crm: Crm) -> &'static str {
-    match crm {
-        Crm::Hubspot => "hubspot",
-        Crm::Salesforce => "salesforce",
     }
 }
 
@@ -216,18 +208,9 @@ fn stale_since_preview(
     target: &WriteTarget,
     policy: &WorkspacePolicy,
 ) -> Result<(), ToolError> {
-    let moved: Vec<String> = read
-        .iter()
-        .filter(|(field, then)| !same_value(then, now.get(*field).unwrap_or(&Value::Null)))
-        .map(|(field, then)| {
-            let now = now.get(field).unwrap_or(&Value::Null);
-            if policy.is_masked(field) {
-                format!("{field} (masked) changed")
-            } else {
-                format!("{field} was {then} at the preview and is {now} now")
-            }
-        })
-        .collect();
+    let moved = current::moved(read, now, policy, |field, then, now| {
+        format!("{field} was {then} at the preview and is {now} now")
+    });
     if moved.is_empty() {
         return Ok(());
     }
@@ -235,7 +218,7 @@ fn stale_since_preview(
         "the {} record changed in {} since the preview: {}. Nothing was sent: preview again \
          and show the user the new values",
         target.object,
-        crm_name(target.crm),
+        target.crm.product(),
         moved.join("; ")
     )))
 }
@@ -327,8 +310,8 @@ impl Stopped {
         );
         PreviewOutput {
             preview: Preview {
-                crm: crm_label(self.target.crm).into(),
-                action: self.target.kind.name().into(),
+                crm: self.target.crm.id().into(),
+                action: self.target.kind.change_kind().name().into(),
                 object: self.target.object.clone(),
                 record_id: self.target.kind.record_id().map(str::to_string),
                 request: PreviewRequest {

@@ -3,8 +3,34 @@
 //! so a component can neither forge nor reach another tenant's entries; nothing here removes
 //! an entry.
 
+use crate::error::Crm;
 use serde::Serialize;
 use serde_json::{Map, Value};
+
+/// What a change does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeKind {
+    /// A new record or activity.
+    Create,
+    /// New values for fields of an existing record: the only kind a revert can undo.
+    Update,
+    /// HubSpot's merge of two companies.
+    Merge,
+    /// A link between two records.
+    Association,
+}
+
+impl ChangeKind {
+    /// The kind as the journal and answers spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            ChangeKind::Create => "create",
+            ChangeKind::Update => "update",
+            ChangeKind::Merge => "merge",
+            ChangeKind::Association => "association",
+        }
+    }
+}
 
 /// What happened to a journalled change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -23,12 +49,12 @@ pub enum ChangeStatus {
 /// One change as the component journals it, before the write is sent.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChangeEntry {
-    /// `hubspot` or `salesforce`.
-    pub crm: &'static str,
+    /// The CRM written to.
+    pub crm: Crm,
     /// The tool that made it (the host records the call's own tool).
     pub tool: String,
-    /// `create`, `update`, `merge` or `association`.
-    pub kind: &'static str,
+    /// What the change does.
+    pub kind: ChangeKind,
     /// The object type written.
     pub object: String,
     /// The record changed; for a create, filled in once the CRM gives the new id.

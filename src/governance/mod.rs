@@ -16,8 +16,8 @@ mod tools;
 
 pub use gate::{Mode, Preview, PreviewOutput, PreviewRequest, WriteGate};
 pub use journal::{
-    Change, ChangeEntry, ChangeFilter, ChangeStatus, Confirmation, Journal, JournalError,
-    TokenRefusal,
+    Change, ChangeEntry, ChangeFilter, ChangeKind, ChangeStatus, Confirmation, Journal,
+    JournalError, TokenRefusal,
 };
 pub use policy::{Marker, Rule, WorkspacePolicy};
 pub use target::{WriteKind, WriteTarget};
@@ -132,15 +132,6 @@ fn with_field(mut object: String, name: &str, value: &str) -> String {
     object.truncate(object.trim_end().len() - 1);
     object.push_str(&field);
     object
-}
-
-/// The CRM a tool's journal entries name.
-pub(crate) fn crm_of_label(label: &str) -> Option<Crm> {
-    match label {
-        "hubspot" => Some(Crm::Hubspot),
-        "salesforce" => Some(Crm::Salesforce),
-        _ => None,
-    }
 }
 
 #[cfg(test)]

@@ -196,7 +196,7 @@ impl WorkspacePolicy {
             };
             return Err(Rule::WritableObjects(crm).refuse(format!(
                 "the assistant may not {verb} {} {}; writable: {listed}",
-                crm_name(crm),
+                crm.product(),
                 target.object
             )));
         }
@@ -217,14 +217,6 @@ impl WorkspacePolicy {
             Crm::Hubspot => self.crm_a_marker.as_ref(),
             Crm::Salesforce => self.crm_b_marker.as_ref(),
         }
-    }
-}
-
-/// The CRM's product name, for messages.
-pub fn crm_name(crm: Crm) -> &'static str {
-    match crm {
-        Crm::Hubspot => "HubSpot",
-        Crm::Salesforce => "Salesforce",
     }
 }
 

@@ -2,6 +2,7 @@
 //! wire: the policy, the preview and the journal judge what is actually sent, whichever tool
 //! built it. A write this module does not recognise is refused, never let through.
 
+use super::journal::ChangeKind;
 use crate::config::Config;
 use crate::error::{Crm, ToolError};
 use crate::http::{Method, Request};
@@ -37,13 +38,13 @@ pub enum WriteKind {
 }
 
 impl WriteKind {
-    /// The kind's name in the journal.
-    pub fn name(&self) -> &'static str {
+    /// The kind of change the journal keeps it as.
+    pub fn change_kind(&self) -> ChangeKind {
         match self {
-            WriteKind::Create => "create",
-            WriteKind::Update { .. } => "update",
-            WriteKind::Merge { .. } => "merge",
-            WriteKind::Associate { .. } => "association",
+            WriteKind::Create => ChangeKind::Create,
+            WriteKind::Update { .. } => ChangeKind::Update,
+            WriteKind::Merge { .. } => ChangeKind::Merge,
+            WriteKind::Associate { .. } => ChangeKind::Association,
         }
     }
 
@@ -238,8 +239,8 @@ mod tests {
         ))
         .unwrap();
         assert_eq!(
-            (t.kind.name(), t.object.as_str()),
-            ("association", "contacts")
+            (t.kind.change_kind(), t.object.as_str()),
+            (ChangeKind::Association, "contacts")
         );
         let t = target(&write(
             Crm::Salesforce,

@@ -1,10 +1,8 @@
 //! `crm_list_changes` and `crm_revert_change`: what the assistant changed, and putting an
 //! update back. A create, a merge or a link is never undone, as each undo would be a delete.
 
-use super::crm_of_label;
-use super::current::{self, same_value};
-use super::journal::{Change, ChangeFilter, ChangeStatus};
-use super::policy::crm_name;
+use super::current;
+use super::journal::{Change, ChangeFilter, ChangeKind, ChangeStatus};
 use super::target::{WriteKind, WriteTarget};
 use crate::crma::client::{self as crma_client, Call};
 use crate::crma::scopes::Operation;
@@ -81,14 +79,15 @@ pub(crate) struct ChangeView {
 
 impl From<Change> for ChangeView {
     fn from(change: Change) -> Self {
-        let revertible = change.entry.kind == "update" && change.status == ChangeStatus::Applied;
+        let revertible =
+            change.entry.kind == ChangeKind::Update && change.status == ChangeStatus::Applied;
         ChangeView {
             change_id: change.id,
             at_ms: change.at_ms,
             user_id: change.user_id,
             tool: change.entry.tool,
-            crm: change.entry.crm.into(),
-            action: change.entry.kind.into(),
+            crm: change.entry.crm.id().into(),
+            action: change.entry.kind.name().into(),
             object: change.entry.object,
             record_id: change.entry.record_id,
             status: change.status,
@@ -183,9 +182,8 @@ impl Tool for RevertChange {
                     input.change_id
                 ))
             })?;
-        let crm = crm_of_label(change.entry.crm)
-            .ok_or_else(|| ToolError::invalid("the change names an unknown CRM"))?;
-        let record_id = revertible(&change, crm)?;
+        let crm = change.entry.crm;
+        let record_id = revertible(&change)?;
         let target = WriteTarget {
             crm,
             kind: WriteKind::Update {
@@ -196,24 +194,17 @@ impl Tool for RevertChange {
         };
         let fields: Vec<&str> = target.fields.keys().map(String::as_str).collect();
         let now = current::read(session, &target, &record_id, &fields)?;
-        let moved: Vec<String> = change
-            .entry
-            .new_values
-            .iter()
-            .filter(|(f, wrote)| !same_value(wrote, now.values.get(*f).unwrap_or(&Value::Null)))
-            .map(|(f, wrote)| {
-                let is = now.values.get(f).unwrap_or(&Value::Null);
-                if session.config().is_ok_and(|c| c.policy.is_masked(f)) {
-                    format!("{f} (masked) holds another value than the change wrote")
-                } else {
-                    format!("{f} is {is}, not the {wrote} the change wrote")
-                }
-            })
-            .collect();
+        let policy = &session.config()?.policy;
+        let moved = current::moved(
+            &change.entry.new_values,
+            &now.values,
+            policy,
+            |f, wrote, is| format!("{f} is {is}, not the {wrote} the change wrote"),
+        );
         if !moved.is_empty() {
             let by = now
                 .last_changed_by
-                .map(|u| format!(", last changed by {} user {u}", crm_name(crm)))
+                .map(|u| format!(", last changed by {} user {u}", crm.product()))
                 .unwrap_or_default();
             return Err(ToolError::invalid(format!(
                 "the record was changed again since change {}{by}: {}. Nothing was sent; \
@@ -229,7 +220,7 @@ impl Tool for RevertChange {
         send_update(session, crm, &change.entry.object, &record_id, &restored)?;
         Ok(RevertedOutput {
             reverted: change.id,
-            crm: change.entry.crm.into(),
+            crm: crm.id().into(),
             object: change.entry.object,
             record_id,
             restored,
@@ -238,19 +229,23 @@ impl Tool for RevertChange {
 }
 
 /// The record an applied update changed, or why the change cannot be reverted.
-fn revertible(change: &Change, crm: Crm) -> Result<String, ToolError> {
+fn revertible(change: &Change) -> Result<String, ToolError> {
     let refuse = |why: String| Err(ToolError::invalid(format!("change {} {why}", change.id)));
     match change.entry.kind {
-        "update" => {}
-        "create" => {
+        ChangeKind::Update => {}
+        ChangeKind::Create => {
             return refuse(format!(
                 "created a record; undoing a create would delete it, and this plugin never \
                  deletes. Archive it in {} if it should go",
-                crm_name(crm)
+                change.entry.crm.product()
             ));
         }
-        "merge" => return refuse("merged two companies; HubSpot cannot split a merge".into()),
-        _ => return refuse("linked two records; removing a link is a delete".into()),
+        ChangeKind::Merge => {
+            return refuse("merged two companies; HubSpot cannot split a merge".into());
+        }
+        ChangeKind::Association => {
+            return refuse("linked two records; removing a link is a delete".into());
+        }
     }
     match change.status {
         ChangeStatus::Applied => {}

@@ -163,7 +163,8 @@ pub(super) fn create_tables(conn: &Connection) -> Result<(), String> {
     .map_err(text)
 }
 
-fn random_hex(bytes: usize) -> Result<String, String> {
+/// `bytes` secure random bytes, as lower-case hex: the ids of changes, tokens and calls.
+pub(crate) fn random_hex(bytes: usize) -> Result<String, String> {
     let mut buf = vec![0u8; bytes];
     SystemRandom::new()
         .fill(&mut buf)
