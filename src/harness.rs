@@ -83,7 +83,19 @@ pub(crate) fn call_with_journal(
     tool: &str,
     input: &Value,
 ) -> Result<Value, ToolError> {
-    let ctx = ctx(&[], Some("https://acme.my.salesforce.com"));
+    call_with_journal_granted(transport, journal, config, &[], tool, input)
+}
+
+/// As [`call_with_journal`], with these CRM A scopes granted.
+pub(crate) fn call_with_journal_granted(
+    transport: &mut dyn Transport,
+    journal: &mut MemoryJournal,
+    config: &Config,
+    scopes: &[&str],
+    tool: &str,
+    input: &Value,
+) -> Result<Value, ToolError> {
+    let ctx = ctx(scopes, Some("https://acme.my.salesforce.com"));
     let mut session = Session::new(&ctx, Ok(config), transport).with_journal(journal);
     read(
         tool,

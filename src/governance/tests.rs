@@ -258,3 +258,41 @@ fn masked_fields_are_refused_wherever_a_read_names_them() {
         assert!(t.sent.is_empty());
     }
 }
+
+/// A HubSpot revert on a connection that may read but not write names the write scope and
+/// sends nothing, not even the read before it.
+#[test]
+fn a_revert_checks_its_write_scope_before_any_request() {
+    let mut journal = MemoryJournal::default();
+    let config = harness::config(&[]);
+    let update = json!({"object_type": "deals", "record_id": "7", "properties": {"amount": "20"}});
+    let both = ["crm.objects.deals.read", "crm.objects.deals.write"];
+    let mut t = ScriptedTransport::new([
+        response(200, r#"{"id":"7","properties":{"amount":"10"}}"#),
+        response(200, r#"{"id":"7","properties":{"amount":"20"}}"#),
+    ]);
+    let out = harness::call_with_journal_granted(
+        &mut t,
+        &mut journal,
+        &config,
+        &both,
+        "crma_update_record",
+        &update,
+    )
+    .unwrap();
+    let mut t = ScriptedTransport::default();
+    let err = harness::call_with_journal_granted(
+        &mut t,
+        &mut journal,
+        &config,
+        &["crm.objects.deals.read"],
+        "crm_revert_change",
+        &json!({"change_id": out["change_id"]}),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err,
+        ToolError::MissingScopes(vec!["crm.objects.deals.write".into()])
+    );
+    assert!(t.sent.is_empty(), "nothing sent");
+}

@@ -5,7 +5,7 @@ use super::current;
 use super::journal::{Change, ChangeFilter, ChangeKind, ChangeStatus};
 use super::target::{WriteKind, WriteTarget};
 use crate::crma::client::{self as crma_client, Call};
-use crate::crma::scopes::Operation;
+use crate::crma::scopes::{self, Operation};
 use crate::crma::types::ObjectType;
 use crate::crmb::client as crmb_client;
 use crate::error::{Crm, ToolError};
@@ -184,6 +184,13 @@ impl Tool for RevertChange {
             })?;
         let crm = change.entry.crm;
         let record_id = revertible(&change)?;
+        // Scopes before requests: the revert's own write scope is checked before the read that
+        // precedes it, so a connection that may not write sends nothing at all.
+        if crm == Crm::Hubspot {
+            let object_type =
+                ObjectType::parse(&change.entry.object).map_err(ToolError::invalid)?;
+            scopes::check(&session.ctx.granted_scopes, &Operation::Write(object_type))?;
+        }
         let target = WriteTarget {
             crm,
             kind: WriteKind::Update {
