@@ -111,7 +111,85 @@ pub(crate) mod derive {
         let mut settings = SchemaSettings::draft2020_12();
         settings.contract = contract;
         let schema = settings.into_generator().root_schema_for::<T>();
+        let mut schema = serde_json::to_value(&schema).expect("a schema serializes");
+        portable(&mut schema);
         serde_json::to_string(&schema).expect("a schema serializes")
+    }
+
+    /// The `format` values JSON Schema 2020-12 defines; others (schemars' `uint64`, `int32`,
+    /// ...) are refused by strict validators such as Ajv, which the TypeScript SDK uses.
+    const STANDARD_FORMATS: &[&str] = &[
+        "date-time",
+        "date",
+        "time",
+        "duration",
+        "email",
+        "idn-email",
+        "hostname",
+        "idn-hostname",
+        "ipv4",
+        "ipv6",
+        "uri",
+        "uri-reference",
+        "iri",
+        "iri-reference",
+        "uuid",
+        "uri-template",
+        "json-pointer",
+        "relative-json-pointer",
+        "regex",
+    ];
+
+    /// Keywords whose value is one sub-schema.
+    const SCHEMA_KEYWORDS: &[&str] = &[
+        "items",
+        "additionalProperties",
+        "not",
+        "contains",
+        "propertyNames",
+        "if",
+        "then",
+        "else",
+        "unevaluatedItems",
+        "unevaluatedProperties",
+    ];
+    /// Keywords whose value maps names to sub-schemas, or lists sub-schemas.
+    const SCHEMA_MAP_KEYWORDS: &[&str] = &["properties", "$defs", "patternProperties"];
+    const SCHEMA_LIST_KEYWORDS: &[&str] = &["anyOf", "allOf", "oneOf", "prefixItems"];
+
+    /// A schema every client reads alike: standard formats only (a non-standard one is
+    /// dropped; `minimum` still bounds the number), and `{}` where a sub-schema was a bare
+    /// `true`, which some clients' converters do not take.
+    pub(crate) fn portable(schema: &mut serde_json::Value) {
+        use serde_json::Value;
+        let Value::Object(map) = schema else { return };
+        if map
+            .get("format")
+            .and_then(Value::as_str)
+            .is_some_and(|f| !STANDARD_FORMATS.contains(&f))
+        {
+            map.remove("format");
+        }
+        let fix = |sub: &mut Value| {
+            if *sub == Value::Bool(true) {
+                *sub = Value::Object(serde_json::Map::new());
+            }
+            portable(sub);
+        };
+        for (key, value) in map.iter_mut() {
+            let key = key.as_str();
+            if SCHEMA_KEYWORDS.contains(&key) {
+                fix(value);
+            } else if SCHEMA_MAP_KEYWORDS.contains(&key) {
+                if let Value::Object(subs) = value {
+                    subs.values_mut().for_each(fix);
+                }
+            } else if SCHEMA_LIST_KEYWORDS.contains(&key)
+                && let Value::Array(subs) = value
+            {
+                subs.iter_mut().for_each(fix);
+            }
+        }
     }
 }
 
@@ -149,6 +227,54 @@ mod tests {
         }
         out.push_str("];\n");
         out
+    }
+
+    #[test]
+    fn schemas_use_standard_formats_and_no_bare_true_sub_schemas() {
+        let mut schema = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "n": {"type": "integer", "format": "uint64", "minimum": 0},
+                "at": {"type": "string", "format": "date-time"},
+                "any": true,
+                "list": {"type": "array", "items": true},
+                "flag": {"type": "boolean", "default": true, "const": true}
+            },
+            "additionalProperties": true,
+            "anyOf": [true, {"format": "int32"}]
+        });
+        super::derive::portable(&mut schema);
+        assert_eq!(
+            schema,
+            serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "n": {"type": "integer", "minimum": 0},
+                    "at": {"type": "string", "format": "date-time"},
+                    "any": {},
+                    "list": {"type": "array", "items": {}},
+                    "flag": {"type": "boolean", "default": true, "const": true}
+                },
+                "additionalProperties": {},
+                "anyOf": [{}, {}]
+            })
+        );
+        let text = render();
+        for bad in [
+            "\"uint",
+            "\"int32\"",
+            "\"int64\"",
+            "\"double\"",
+            "\"float\"",
+        ] {
+            assert!(!text.contains(&format!("\"format\":{bad}")), "format {bad}");
+        }
+        for keyword in ["items", "additionalProperties", "not"] {
+            assert!(
+                !text.contains(&format!("\"{keyword}\":true")),
+                "{keyword}: true"
+            );
+        }
     }
 
     #[test]

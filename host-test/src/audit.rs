@@ -55,6 +55,14 @@ pub struct AuditLog {
     /// `None` drops lines without serialising them.
     sink: Option<Arc<Sink>>,
     memory: Option<Arc<Mutex<Vec<AuditEvent>>>>,
+    /// Sees every event as it is recorded (the server's metrics count from the audit trail,
+    /// so a figure and the lines behind it never disagree).
+    observer: Option<Arc<dyn AuditObserver>>,
+}
+
+/// Something that watches the audit trail, e.g. the operator's metrics.
+pub trait AuditObserver: Send + Sync {
+    fn observe(&self, event: &AuditEvent);
 }
 
 /// How long a line may wait in memory before the background thread writes it out.
@@ -100,7 +108,7 @@ impl Drop for Sink {
 impl AuditLog {
     /// Appends JSON lines to a file.
     pub fn to_file(path: &Path) -> std::io::Result<Self> {
-        let file = std::fs::OpenOptions::new()
+        let file = crate::private_fs::options()
             .create(true)
             .append(true)
             .open(path)?;
@@ -133,6 +141,7 @@ impl AuditLog {
         AuditLog {
             sink: Some(sink),
             memory: None,
+            observer: None,
         }
     }
 
@@ -141,6 +150,7 @@ impl AuditLog {
         AuditLog {
             sink: None,
             memory: None,
+            observer: None,
         }
     }
 
@@ -149,6 +159,7 @@ impl AuditLog {
         AuditLog {
             sink: None,
             memory: Some(Arc::default()),
+            observer: None,
         }
     }
 
@@ -160,7 +171,16 @@ impl AuditLog {
             .unwrap_or_default()
     }
 
+    /// The same log, with `observer` seeing every event recorded from now on.
+    pub fn observed_by(mut self, observer: Arc<dyn AuditObserver>) -> Self {
+        self.observer = Some(observer);
+        self
+    }
+
     pub fn record(&self, event: AuditEvent) {
+        if let Some(observer) = &self.observer {
+            observer.observe(&event);
+        }
         if let Some(sink) = &self.sink {
             let line = json_line(&event, now_ms());
             let full = {

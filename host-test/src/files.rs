@@ -6,7 +6,7 @@
 
 use crate::bindings::crm::plugin::result_files;
 use crate::runtime::CallState;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use wasmtime::component::Resource;
@@ -85,7 +85,7 @@ impl CallState {
 impl result_files::Host for CallState {
     fn create(&mut self, name: String) -> Result<Resource<ResultFile>, String> {
         let path = path_in(&self.results_dir()?.dir, &name)?;
-        let file = OpenOptions::new()
+        let file = crate::private_fs::options()
             .write(true)
             .create_new(true)
             .open(&path)

@@ -175,7 +175,7 @@ impl Host {
                         format!("results directory {}: {e}", dir.display()),
                     )
                 };
-                std::fs::create_dir_all(&dir).map_err(bad)?;
+                crate::private_fs::create_dir_all(&dir).map_err(bad)?;
                 let dir = dir.canonicalize().map_err(bad)?;
                 settings.push(("CRM_RESULTS_DIR".into(), RESULTS_LABEL.into()));
                 settings.push(("CRM_RESULTS_HOST_DIR".into(), dir.display().to_string()));
@@ -309,6 +309,28 @@ impl Host {
             .get(tenant_id)
             .cloned()
             .ok_or_else(|| CallError::UnknownTenant(tenant_id.into()))
+    }
+
+    /// Whether the host can serve: at least one tenant with its component loaded, and every
+    /// tenant's store answering a query. Returns how many tenants it serves.
+    pub fn readiness(&self) -> Result<usize, String> {
+        let tenants: Vec<Arc<TenantEntry>> = self
+            .tenants
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        if tenants.is_empty() {
+            return Err("no tenant is loaded".into());
+        }
+        for entry in &tenants {
+            entry
+                .mappings
+                .disconnected()
+                .map_err(|e| format!("a tenant's store does not answer: {e}"))?;
+        }
+        Ok(tenants.len())
     }
 
     /// The tenant's mapping store, as the host keeps it (for tools around the host, and tests).

@@ -21,6 +21,8 @@ pub mod host;
 mod journal;
 pub mod mappings;
 pub mod mcp;
+pub mod metrics;
+pub mod private_fs;
 pub mod runtime;
 pub mod sandbox;
 pub mod stub;

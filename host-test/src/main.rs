@@ -15,7 +15,8 @@ use crm_host::mappings::{MappingDb, MappingLocation, tenant_file};
 use crm_host::mcp::admin::{Admin, CredentialSource};
 use crm_host::mcp::http::{self as mcp_http, Gate, MCP_PATH};
 use crm_host::mcp::tenants::TenantsFile;
-use crm_host::mcp::{McpServer, Principal};
+use crm_host::mcp::{Authority, McpServer, Principal};
+use crm_host::metrics::Metrics;
 use crm_host::sandbox::SandboxCrm;
 use crm_host::{
     AuditLog, Backend, CallError, CallRequest, Host, HostLimits, PluginVersion, Runtime, TenantSpec,
@@ -78,6 +79,13 @@ enum Command {
         /// A browser Origin allowed to call the server (repeatable); others get 403.
         #[arg(long)]
         allow_origin: Vec<String>,
+        /// The MCP endpoint as clients reach it, e.g. https://crm.example.com/mcp behind a
+        /// reverse proxy: the allowed Host, the metadata's resource and the 401 challenge
+        /// follow it. Required unless listening on loopback.
+        #[arg(long)]
+        public_url: Option<Url>,
+        #[command(flatten)]
+        limits: ServeLimits,
     },
     /// Serve the sandbox CRM as a real HTTPS broker on loopback, with a self-signed certificate
     /// made at start-up. Prints one JSON line: the URL, the certificate's path and each
@@ -91,6 +99,56 @@ enum Command {
         #[arg(long)]
         cert_out: Option<std::path::PathBuf>,
     },
+}
+
+/// What `crm-host serve` bounds, so that no client can stop it for the others.
+#[derive(Debug, Clone, Args)]
+struct ServeLimits {
+    /// Most connections open at once (lowered to fit the open-files limit).
+    #[arg(long, default_value_t = 1024)]
+    max_connections: usize,
+    /// Seconds a new connection has to send its first request's headers.
+    #[arg(long, default_value_t = 10)]
+    header_timeout_seconds: u64,
+    /// Seconds a connection may sit with no request in flight.
+    #[arg(long, default_value_t = 60)]
+    idle_timeout_seconds: u64,
+    /// Seconds an MCP session may sit unused before it is closed.
+    #[arg(long, default_value_t = 600)]
+    session_idle_seconds: u64,
+    /// Sessions one principal (tenant, user, token issuer) may hold; past it, its least
+    /// recently used session is closed.
+    #[arg(long, default_value_t = 32)]
+    max_sessions_per_principal: usize,
+    /// Requests a second one principal may send, sustained.
+    #[arg(long, default_value_t = 20.0)]
+    rate_per_second: f64,
+    /// Requests one principal may send in a burst.
+    #[arg(long, default_value_t = 100.0)]
+    rate_burst: f64,
+}
+
+impl ServeLimits {
+    fn limits(&self) -> mcp_http::ServerLimits {
+        use std::time::Duration;
+        let open_files = mcp_http::listener::open_files_limit();
+        mcp_http::ServerLimits {
+            connections: mcp_http::ConnectionLimits {
+                max_connections: mcp_http::listener::fitting_cap(self.max_connections, open_files),
+                header_read_timeout: Duration::from_secs(self.header_timeout_seconds.max(1)),
+                idle_timeout: Duration::from_secs(self.idle_timeout_seconds.max(1)),
+            },
+            sessions: mcp_http::SessionLimits {
+                max_per_principal: self.max_sessions_per_principal.max(1),
+                idle: Duration::from_secs(self.session_idle_seconds.max(1)),
+            },
+            rate: mcp_http::RateLimit {
+                per_second: self.rate_per_second.max(0.01),
+                burst: self.rate_burst.max(1.0),
+            },
+            ..mcp_http::ServerLimits::default()
+        }
+    }
 }
 
 /// What `crm-host connection` does.
@@ -130,8 +188,8 @@ struct Options {
     /// Append audit JSON lines to a file, or '-' for stderr.
     #[arg(long, global = true)]
     audit: Option<String>,
-    /// Where large query results are written as JSON Lines
-    /// [default: <temp dir>/crm-host-results/<tenant>].
+    /// Where large query results are written as JSON Lines (for `serve`, the root of one
+    /// folder per tenant) [default: <data dir>/<tenant>/results].
     #[arg(long, global = true)]
     results_dir: Option<std::path::PathBuf>,
     /// Where each tenant's mapping store (SQLite) is kept, as <dir>/<tenant>/mappings.sqlite.
@@ -181,9 +239,18 @@ async fn run(options: Options, command: Command) -> Result<ExitCode, String> {
         listen,
         tenants,
         allow_origin,
+        public_url,
+        limits,
     } = &command
     {
-        return serve_http(&options, *listen, tenants, allow_origin.clone()).await;
+        let serve = ServeCommand {
+            listen: *listen,
+            tenants_path: tenants.clone(),
+            allowed_origins: allow_origin.clone(),
+            public_url: public_url.clone(),
+            limits: limits.limits(),
+        };
+        return serve_http(&options, serve).await;
     }
     if let Command::Connection { action, crm } = &command {
         let file = MappingLocation::File(tenant_file(&options.data_dir, &options.tenant)?);
@@ -199,11 +266,10 @@ async fn run(options: Options, command: Command) -> Result<ExitCode, String> {
     let audit = audit_log(&options)?;
     let (runtime, plugin) = load_component(&options)?;
 
-    let results_dir = options.results_dir.clone().unwrap_or_else(|| {
-        std::env::temp_dir()
-            .join("crm-host-results")
-            .join(&options.tenant)
-    });
+    let results_dir = match &options.results_dir {
+        Some(dir) => dir.clone(),
+        None => tenant_results_dir(&options.data_dir, &options.tenant)?,
+    };
     let mappings = MappingLocation::File(tenant_file(&options.data_dir, &options.tenant)?);
     let (backend, spec, instance_url): (Arc<dyn Backend>, TenantSpec, Option<String>) =
         match &options.proxy_base {
@@ -252,6 +318,7 @@ async fn run(options: Options, command: Command) -> Result<ExitCode, String> {
             user_id: options.user.clone(),
             granted_scopes: options.scopes.clone(),
             instance_url,
+            authority: Authority::Process,
         };
         let served = tokio::select! {
             served = serve_stdio(host, principal) => served,
@@ -342,13 +409,31 @@ fn audit_log(options: &Options) -> Result<AuditLog, String> {
     })
 }
 
-/// `crm-host serve`: one Streamable HTTP server for every tenant in the tenants file.
-async fn serve_http(
-    options: &Options,
+/// `crm-host serve`'s own arguments.
+struct ServeCommand {
     listen: std::net::SocketAddr,
-    tenants_path: &std::path::Path,
+    tenants_path: std::path::PathBuf,
     allowed_origins: Vec<String>,
-) -> Result<ExitCode, String> {
+    public_url: Option<Url>,
+    limits: mcp_http::ServerLimits,
+}
+
+/// `crm-host serve`: one Streamable HTTP server for every tenant in the tenants file.
+async fn serve_http(options: &Options, serve: ServeCommand) -> Result<ExitCode, String> {
+    let ServeCommand {
+        listen,
+        tenants_path,
+        allowed_origins,
+        public_url,
+        limits,
+    } = serve;
+    if public_url.is_none() && !listen.ip().is_loopback() {
+        return Err(format!(
+            "--listen {listen} is reachable from other machines: give --public-url, the URL \
+             clients use (e.g. https://crm.example.com/mcp)"
+        ));
+    }
+    let tenants_path = tenants_path.as_path();
     let text = std::fs::read_to_string(tenants_path)
         .map_err(|e| format!("--tenants {}: {e}", tenants_path.display()))?;
     let file = TenantsFile::parse(&text).map_err(|e| format!("{}: {e}", tenants_path.display()))?;
@@ -363,12 +448,10 @@ async fn serve_http(
         n if n == file.tenants.len() => Arc::new(network_backend(options, &runtime)?),
         _ => return Err("serve either sandbox tenants or broker tenants, not both".into()),
     };
-    let audit = audit_log(options)?;
+    let metrics = Arc::new(Metrics::default());
+    let audit = audit_log(options)?.observed_by(metrics.clone());
+    let jwks_backend: Arc<dyn Backend> = Arc::new(network_backend(options, &runtime)?);
     let host = Arc::new(Host::new(runtime, backend, audit.clone()));
-    let results_root = options
-        .results_dir
-        .clone()
-        .unwrap_or_else(|| std::env::temp_dir().join("crm-host-results"));
     let mut credentials = std::collections::HashMap::new();
     for tenant in &file.tenants {
         let source = match &tenant.credential_env {
@@ -405,49 +488,79 @@ async fn serve_http(
         spec.settings.extend(env_settings());
         // The tenant's own policy table wins over the process-wide environment.
         spec.settings.extend(tenant.policy.settings());
-        spec.results_dir = Some(results_root.join(&tenant.id));
+        spec.results_dir = Some(match &options.results_dir {
+            Some(root) => root.join(&tenant.id),
+            None => tenant_results_dir(&options.data_dir, &tenant.id)?,
+        });
         spec.mappings = MappingLocation::File(tenant_file(&options.data_dir, &tenant.id)?);
         host.add_tenant(spec, plugin.clone())
             .map_err(|e| e.to_string())?;
     }
-    let tokens = file.tokens(&options.scopes, |t| {
+    let instance_url = |t: &crm_host::mcp::tenants::TenantEntry| {
         t.instance_url.clone().or_else(|| {
             t.proxy_base
                 .is_none()
                 .then(|| SandboxCrm::instance_url(&t.id))
         })
-    })?;
+    };
+    let tokens = file.tokens_with_jwks(&options.scopes, instance_url, Some(jwks_backend))?;
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| format!("--listen {listen}: {e}"))?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
+    let local_url = format!("http://{local}{MCP_PATH}");
+    let public_url = match public_url {
+        Some(url) => url,
+        None => Url::parse(&local_url).map_err(|e| e.to_string())?,
+    };
     // The one line on stdout: where the server is (port 0 picks a free one).
     println!(
         "{}",
-        json!({"listening": format!("http://{local}{MCP_PATH}")})
+        json!({"listening": local_url, "public_url": public_url.as_str()})
     );
     let gate = Gate {
         tokens,
         allowed_origins,
-        base_url: format!("http://{local}"),
+        public_url,
     };
     let admin = file.admin.as_ref().map(|a| Admin {
         token_sha256: a.sha256.clone(),
         credentials,
     });
-    // Until the listener fails or the operator stops the server; either way every audit line
-    // recorded so far is written before the process exits.
+    let stop = tokio_util::sync::CancellationToken::new();
+    let serve_options = mcp_http::ServeOptions {
+        gate,
+        admin,
+        limits,
+        metrics,
+        stop: stop.clone(),
+    };
+    // Until the operator stops the server; every audit line recorded so far is written before
+    // the process exits.
     let served = tokio::select! {
-        served = mcp_http::serve_with_admin(host, gate, admin, listener) => {
+        served = mcp_http::serve_with(host, serve_options, listener) => {
             served.map_err(|e| format!("serving: {e}"))
         }
-        () = stop_signal() => Ok(()),
+        () = stop_signal() => {
+            stop.cancel();
+            Ok(())
+        }
     };
     let flushed = audit
         .flush()
         .map_err(|e| format!("writing the audit trail: {e}"));
     served.and(flushed)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// A tenant's result files by default: beside its store, under the data directory (private
+/// folders), never in a shared temporary directory.
+fn tenant_results_dir(
+    data_dir: &std::path::Path,
+    tenant: &str,
+) -> Result<std::path::PathBuf, String> {
+    let store = tenant_file(data_dir, tenant)?;
+    Ok(store.with_file_name("results"))
 }
 
 /// The real broker's backend: one pooled client, trusting `--ca-cert` besides the public roots.

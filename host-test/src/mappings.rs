@@ -91,8 +91,10 @@ impl MappingDb {
         let conn = match location {
             MappingLocation::File(path) => {
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+                    crate::private_fs::create_dir_all(dir)
+                        .map_err(|e| format!("{}: {e}", dir.display()))?;
                 }
+                crate::private_fs::touch(path).map_err(|e| format!("{}: {e}", path.display()))?;
                 Connection::open(path).map_err(|e| format!("{}: {e}", path.display()))?
             }
             MappingLocation::Memory => Connection::open_in_memory().map_err(text)?,

@@ -6,7 +6,7 @@
 //! tenant's credential source. Each needs the operator's own bearer token (its SHA-256 is the
 //! tenants file's `[admin] sha256`), which no MCP token matches; browsers are refused outright.
 
-use super::tenants::token_hash;
+use super::tenants::{bearer, token_hash};
 use crate::egress::Integration;
 use crate::hooks::Credential;
 use crate::host::Host;
@@ -42,6 +42,17 @@ pub struct Admin {
 pub type Answer = (StatusCode, serde_json::Value);
 
 impl Admin {
+    /// Whether a request carries the operator's token (and comes from no browser).
+    pub fn is_operator<B>(&self, request: &Request<B>) -> bool {
+        let token = request
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(bearer);
+        !request.headers().contains_key(header::ORIGIN)
+            && token.is_some_and(|t| token_hash(t) == self.token_sha256.to_ascii_lowercase())
+    }
+
     /// Answers one request under `/admin/`.
     pub fn handle<B>(&self, host: &Host, request: &Request<B>) -> Answer {
         let refuse = |status, why: &str| (status, serde_json::json!({"error": why}));
@@ -55,8 +66,7 @@ impl Admin {
             .headers()
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim);
+            .and_then(bearer);
         if token.is_none_or(|t| token_hash(t) != self.token_sha256.to_ascii_lowercase()) {
             return refuse(
                 StatusCode::UNAUTHORIZED,

@@ -52,15 +52,27 @@ fn object(schema: &str) -> JsonObject {
     }
 }
 
+/// How a result file is named to the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FilePaths {
+    /// As a path on this machine: the client runs here (MCP over stdio).
+    Local,
+    /// As its `crm-results://files/` URI only: a remote client cannot open the server's
+    /// paths, and they are not its business.
+    Resources,
+}
+
 /// A tool's answer: the JSON as `structuredContent` and as a text block, and a large result's
 /// file also as a `resource_link` the client can read.
-pub fn success(output: &str) -> CallToolResult {
-    let value: Value = serde_json::from_str(output).unwrap_or(Value::String(output.into()));
-    let link = result_file_name(&value).map(|name| {
-        ContentBlock::resource_link(
-            Resource::new(format!("{RESULTS_URI_PREFIX}{name}"), name.to_string())
-                .with_mime_type(NDJSON),
-        )
+pub fn success(output: &str, paths: FilePaths) -> CallToolResult {
+    let mut value: Value = serde_json::from_str(output).unwrap_or(Value::String(output.into()));
+    let name = result_file_name(&value).map(str::to_string);
+    let link = name.map(|name| {
+        let uri = format!("{RESULTS_URI_PREFIX}{name}");
+        if paths == FilePaths::Resources {
+            value["file_path"] = Value::String(uri.clone());
+        }
+        ContentBlock::resource_link(Resource::new(uri, name).with_mime_type(NDJSON))
     });
     let mut result = CallToolResult::structured(value);
     result.content.extend(link);
@@ -77,11 +89,18 @@ fn result_file_name(output: &Value) -> Option<&str> {
 /// model reads it and can correct itself); a broken or cancelled call is a protocol error.
 pub fn failure(err: CallError) -> Result<CallToolResult, McpError> {
     match err {
-        CallError::Tool(e) => Ok(CallToolResult::structured_error(
-            json!({"error": {"kind": e.kind(), "message": e.message()}}),
-        )),
+        CallError::Tool(e) => Ok(tool_error(e.kind(), &e.message())),
         other => Err(McpError::internal_error(other.to_string(), None)),
     }
+}
+
+/// A tool error as every client shows it: `isError`, and the kind and message as the text
+/// (`{"error": {"kind", "message"}}`, the same JSON the CLI prints). No `structuredContent`:
+/// clients validate it against the tool's `outputSchema`, which describes success, and would
+/// show their validation failure instead of our message.
+pub fn tool_error(kind: &str, message: &str) -> CallToolResult {
+    let text = json!({"error": {"kind": kind, "message": message}}).to_string();
+    CallToolResult::error(vec![ContentBlock::text(text)])
 }
 
 #[cfg(test)]
@@ -124,7 +143,11 @@ mod tests {
     #[test]
     fn an_answer_is_structured_and_text_and_a_file_is_a_link() {
         let out = r#"{"file_path":"/tmp/r/acme/query-1.jsonl","record_count":3}"#;
-        let wire = serde_json::to_value(success(out)).unwrap();
+        let wire = serde_json::to_value(success(out, FilePaths::Local)).unwrap();
+        assert_eq!(
+            wire["structuredContent"]["file_path"],
+            "/tmp/r/acme/query-1.jsonl"
+        );
         assert_eq!(wire["structuredContent"]["record_count"], 3);
         assert_eq!(wire["isError"], false);
         let content = wire["content"].as_array().unwrap();
@@ -134,8 +157,19 @@ mod tests {
         assert_eq!(content[1]["type"], "resource_link");
         assert_eq!(content[1]["uri"], "crm-results://files/query-1.jsonl");
         assert_eq!(content[1]["mimeType"], NDJSON);
-        let plain = serde_json::to_value(success(r#"{"url":"x"}"#)).unwrap();
+        let plain = serde_json::to_value(success(r#"{"url":"x"}"#, FilePaths::Local)).unwrap();
         assert_eq!(plain["content"].as_array().unwrap().len(), 1);
+        let remote = serde_json::to_value(success(out, FilePaths::Resources)).unwrap();
+        assert_eq!(
+            remote["structuredContent"]["file_path"], "crm-results://files/query-1.jsonl",
+            "a remote client never sees the server's paths"
+        );
+        assert!(
+            !remote["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("/tmp/")
+        );
     }
 
     #[test]
@@ -148,11 +182,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!(wire["isError"], true);
-        assert_eq!(wire["structuredContent"]["error"]["kind"], "missing-scopes");
-        assert_eq!(
-            wire["structuredContent"]["error"]["message"],
-            "crm.objects.deals.write"
+        assert!(
+            wire.get("structuredContent").is_none(),
+            "an error carries nothing a client would check against the output schema"
         );
+        let text: Value =
+            serde_json::from_str(wire["content"][0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(text["error"]["kind"], "missing-scopes");
+        assert_eq!(text["error"]["message"], "crm.objects.deals.write");
         let err = failure(CallError::Plugin("wasm trap: unreachable".into())).unwrap_err();
         assert_eq!(err.code, rmcp::model::ErrorCode::INTERNAL_ERROR);
     }

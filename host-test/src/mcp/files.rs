@@ -4,7 +4,7 @@
 //! and only by plain file names.
 
 use super::Principal;
-use super::convert::{NDJSON, RESULTS_URI_PREFIX};
+use super::convert::{NDJSON, RESULTS_URI_PREFIX, tool_error};
 use crate::files::path_in;
 use crate::host::Host;
 use rmcp::ErrorData as McpError;
@@ -30,6 +30,11 @@ fn dir(host: &Host, principal: &Principal) -> Result<PathBuf, McpError> {
     host.results_dir(&principal.tenant_id)
         .map_err(|e| McpError::internal_error(e.to_string(), None))?
         .ok_or_else(|| McpError::resource_not_found("this workspace keeps no result files", None))
+}
+
+/// A resource-not-found error naming the URI (as the MCP spec's example shows it in `data`).
+fn not_found(uri: &str) -> McpError {
+    McpError::resource_not_found(format!("no resource {uri}"), Some(json!({"uri": uri})))
 }
 
 /// The tenant's finished result files, newest names last.
@@ -59,14 +64,11 @@ pub fn list(host: &Host, principal: &Principal) -> Result<Vec<rmcp::model::Resou
 fn file(host: &Host, principal: &Principal, uri: &str) -> Result<PathBuf, McpError> {
     let name = uri
         .strip_prefix(RESULTS_URI_PREFIX)
-        .ok_or_else(|| McpError::resource_not_found(format!("no resource {uri}"), None))?;
-    let path =
-        path_in(&dir(host, principal)?, name).map_err(|why| McpError::invalid_params(why, None))?;
+        .ok_or_else(|| not_found(uri))?;
+    let dir = dir(host, principal).map_err(|_| not_found(uri))?;
+    let path = path_in(&dir, name).map_err(|why| McpError::invalid_params(why, None))?;
     if !path.is_file() {
-        return Err(McpError::resource_not_found(
-            format!("no resource {uri}"),
-            None,
-        ));
+        return Err(not_found(uri));
     }
     Ok(path)
 }
@@ -152,11 +154,7 @@ pub fn read_tool_call(
     principal: &Principal,
     input: &Value,
 ) -> Result<CallToolResult, McpError> {
-    let invalid = |message: String| {
-        Ok(CallToolResult::structured_error(
-            json!({"error": {"kind": "invalid-input", "message": message}}),
-        ))
-    };
+    let invalid = |message: String| Ok(tool_error("invalid-input", &message));
     let input: ReadInput = match serde_json::from_value(input.clone()) {
         Ok(input) => input,
         Err(e) => return invalid(format!("{READ_TOOL}: {e}")),

@@ -9,6 +9,7 @@ pub mod admin;
 pub mod convert;
 pub mod files;
 pub mod http;
+pub mod jwt;
 pub mod tenants;
 
 use crate::host::{CallError, CallRequest, Host};
@@ -29,6 +30,20 @@ pub struct Principal {
     pub granted_scopes: Vec<String>,
     /// Salesforce org URL for record links.
     pub instance_url: Option<String>,
+    /// Who vouched for this principal. An HTTP session belongs to a tenant, a user and the
+    /// authority together: another token of the same user from another provider is a stranger.
+    pub authority: Authority,
+}
+
+/// What vouched for a [`Principal`].
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Authority {
+    /// The operator who started the process (the CLI, MCP over stdio).
+    Process,
+    /// A bearer token listed in the tenants file, by its SHA-256.
+    Token(String),
+    /// An identity provider's signed token, by the provider's issuer.
+    Provider(String),
 }
 
 /// The MCP server over a [`Host`]. Cheap to clone: one per session shares the host.
@@ -37,21 +52,32 @@ pub struct McpServer {
     host: Arc<Host>,
     /// The stdio process's one principal; `None` over HTTP, where each request carries its own.
     fixed: Option<Principal>,
+    /// Cancelled when the session's last handle is dropped (the session closed or expired), so
+    /// the tasks it started end with it.
+    _alive: Arc<tokio_util::sync::DropGuard>,
+    ended: tokio_util::sync::CancellationToken,
 }
 
 impl McpServer {
     /// A server acting for one principal on every request (stdio).
     pub fn for_principal(host: Arc<Host>, principal: Principal) -> Self {
-        McpServer {
-            host,
-            fixed: Some(principal),
-        }
+        Self::new(host, Some(principal))
     }
 
     /// A server that reads each request's principal from the HTTP request (Streamable HTTP),
     /// where the bearer-token check put it.
     pub fn per_request(host: Arc<Host>) -> Self {
-        McpServer { host, fixed: None }
+        Self::new(host, None)
+    }
+
+    fn new(host: Arc<Host>, fixed: Option<Principal>) -> Self {
+        let ended = tokio_util::sync::CancellationToken::new();
+        McpServer {
+            host,
+            fixed,
+            _alive: Arc::new(ended.clone().drop_guard()),
+            ended,
+        }
     }
 
     fn principal(&self, extensions: &rmcp::model::Extensions) -> Result<Principal, McpError> {
@@ -103,11 +129,22 @@ impl ServerHandler for McpServer {
         let tenant = principal.tenant_id;
         let mut swaps = self.host.swaps();
         let peer = context.peer.clone();
+        let ended = self.ended.clone();
         tokio::spawn(async move {
-            // Ends when the session's peer is gone (a failed send) or the host drops.
-            while let Ok(swapped) = swaps.recv().await {
-                if *swapped == *tenant && peer.notify_tool_list_changed().await.is_err() {
-                    break;
+            // Ends with the session (closed, expired or dropped), a failed send, or the host.
+            loop {
+                let swapped = tokio::select! {
+                    () = ended.cancelled() => break,
+                    swapped = swaps.recv() => swapped,
+                };
+                match swapped {
+                    Ok(swapped) if *swapped == *tenant => {
+                        if peer.notify_tool_list_changed().await.is_err() {
+                            break;
+                        }
+                    }
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => break,
                 }
             }
         });
@@ -190,7 +227,13 @@ impl ServerHandler for McpServer {
             .call_until(call, cancelled.cancelled_owned())
             .await
         {
-            Ok(output) => Ok(convert::success(&output)),
+            Ok(output) => {
+                let paths = match self.fixed {
+                    Some(_) => convert::FilePaths::Local,
+                    None => convert::FilePaths::Resources,
+                };
+                Ok(convert::success(&output, paths))
+            }
             Err(err) => convert::failure(err),
         };
         result.map(Into::into)

@@ -22,17 +22,22 @@
 //! issuer = "https://auth.example.com"
 //! audience = "crm-mcp"
 //! algorithm = "EdDSA"              # EdDSA, ES256 or RS256
+//! tenants = ["acme"]               # the tenants this provider may act for (required)
 //! public_key_pem = "-----BEGIN PUBLIC KEY-----\n…"
+//! # jwks_url = "https://auth.example.com/.well-known/jwks.json"   # instead of the PEM key
+//! # leeway_seconds = 60            # clock skew allowed on exp and nbf [default: 60]
 //! # tenant_claim = "tenant"        # the claim naming a listed tenant [default: tenant]
 //! # user_claim = "sub"             # the claim naming the user [default: sub]
 //! ```
 
-use super::Principal;
-use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use super::jwt::{self, Jwks, JwtAlgorithm, KeySource, Provider, ProviderSettings};
+use super::{Authority, Principal};
+use crate::backend::Backend;
 use serde::Deserialize;
-use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
 use url::Url;
 
 /// The parsed tenants file.
@@ -66,9 +71,16 @@ pub struct JwtIssuer {
     pub audience: String,
     /// The signature algorithm; nothing else is accepted (no `none`, no algorithm switching).
     pub algorithm: JwtAlgorithm,
-    /// The provider's public key, PEM.
-    pub public_key_pem: String,
-    /// The claim naming the tenant, which must be one the file lists.
+    /// The tenants this provider may act for. One provider's tokens never reach another
+    /// tenant, whatever their tenant claim says.
+    pub tenants: Vec<String>,
+    /// The provider's public key, PEM; or
+    pub public_key_pem: Option<String>,
+    /// the provider's JWKS document (https), for keys it rotates.
+    pub jwks_url: Option<Url>,
+    /// Clock skew tolerated on `exp` and `nbf`, in seconds [default: 60].
+    pub leeway_seconds: Option<u64>,
+    /// The claim naming the tenant, which must be one of `tenants`.
     #[serde(default = "tenant_claim")]
     pub tenant_claim: String,
     /// The claim naming the user.
@@ -78,29 +90,15 @@ pub struct JwtIssuer {
     pub scopes: Option<Vec<String>>,
 }
 
+/// Clock skew tolerated on a provider's `exp` and `nbf` unless its table says otherwise.
+const DEFAULT_LEEWAY_SECONDS: u64 = 60;
+
 fn tenant_claim() -> String {
     "tenant".into()
 }
 
 fn user_claim() -> String {
     "sub".into()
-}
-
-/// The asymmetric algorithms a provider may sign with.
-#[derive(Debug, Clone, Copy, Deserialize)]
-pub enum JwtAlgorithm {
-    EdDSA,
-    ES256,
-    RS256,
-}
-
-/// One provider, ready to check tokens.
-struct Verifier {
-    key: DecodingKey,
-    validation: Validation,
-    tenant_claim: String,
-    user_claim: String,
-    scopes: Vec<String>,
 }
 
 /// One tenant the server runs.
@@ -194,9 +192,18 @@ pub struct TokenEntry {
 #[derive(Default)]
 pub struct TokenTable {
     by_hash: HashMap<String, Principal>,
-    verifiers: Vec<Verifier>,
+    /// Each provider, with the CRM A scopes its users are granted.
+    providers: Vec<(Provider, Vec<String>)>,
     /// Each listed tenant's Salesforce org URL, for principals from signed tokens.
     tenants: HashMap<String, Option<String>>,
+}
+
+/// The token in an `Authorization` header: the `Bearer` scheme, in any case (RFC 7235,
+/// section 2.1), then the token.
+pub fn bearer(header: &str) -> Option<&str> {
+    let (scheme, token) = header.trim_start().split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
 }
 
 /// The lower-case hex SHA-256 of a token, as the tenants file keeps it.
@@ -234,6 +241,28 @@ impl TenantsFile {
                 ));
             }
         }
+        for provider in &file.jwt {
+            let name = &provider.issuer;
+            if provider.tenants.is_empty() {
+                return Err(format!(
+                    "the provider {name} lists no tenants: name the tenants it may act for"
+                ));
+            }
+            if let Some(t) = provider
+                .tenants
+                .iter()
+                .find(|t| !file.tenants.iter().any(|e| &e.id == *t))
+            {
+                return Err(format!(
+                    "the provider {name} names tenant {t:?}, which is not listed"
+                ));
+            }
+            if provider.public_key_pem.is_some() == provider.jwks_url.is_some() {
+                return Err(format!(
+                    "the provider {name} needs exactly one of public_key_pem and jwks_url"
+                ));
+            }
+        }
         Ok(file)
     }
 
@@ -242,6 +271,17 @@ impl TenantsFile {
         &self,
         default_scopes: &[String],
         instance_url: impl Fn(&TenantEntry) -> Option<String>,
+    ) -> Result<TokenTable, String> {
+        self.tokens_with_jwks(default_scopes, instance_url, None)
+    }
+
+    /// As [`TenantsFile::tokens`], fetching providers' JWKS documents through `jwks_backend`
+    /// (a provider with a `jwks_url` needs one).
+    pub fn tokens_with_jwks(
+        &self,
+        default_scopes: &[String],
+        instance_url: impl Fn(&TenantEntry) -> Option<String>,
+        jwks_backend: Option<Arc<dyn Backend>>,
     ) -> Result<TokenTable, String> {
         let mut by_hash = HashMap::new();
         for token in &self.tokens {
@@ -258,6 +298,7 @@ impl TenantsFile {
                     .clone()
                     .unwrap_or_else(|| default_scopes.to_vec()),
                 instance_url: instance_url(tenant),
+                authority: Authority::Token(token.sha256.to_ascii_lowercase()),
             };
             if by_hash
                 .insert(token.sha256.to_ascii_lowercase(), principal)
@@ -269,10 +310,10 @@ impl TenantsFile {
                 ));
             }
         }
-        let verifiers = self
+        let providers = self
             .jwt
             .iter()
-            .map(|issuer| verifier(issuer, default_scopes))
+            .map(|issuer| provider(issuer, default_scopes, jwks_backend.clone()))
             .collect::<Result<_, _>>()?;
         let tenants = self
             .tenants
@@ -281,56 +322,80 @@ impl TenantsFile {
             .collect();
         Ok(TokenTable {
             by_hash,
-            verifiers,
+            providers,
             tenants,
         })
     }
 }
 
-fn verifier(issuer: &JwtIssuer, default_scopes: &[String]) -> Result<Verifier, String> {
-    let pem = issuer.public_key_pem.as_bytes();
-    let (key, algorithm) = match issuer.algorithm {
-        JwtAlgorithm::EdDSA => (DecodingKey::from_ed_pem(pem), Algorithm::EdDSA),
-        JwtAlgorithm::ES256 => (DecodingKey::from_ec_pem(pem), Algorithm::ES256),
-        JwtAlgorithm::RS256 => (DecodingKey::from_rsa_pem(pem), Algorithm::RS256),
+fn provider(
+    issuer: &JwtIssuer,
+    default_scopes: &[String],
+    jwks_backend: Option<Arc<dyn Backend>>,
+) -> Result<(Provider, Vec<String>), String> {
+    let keys = match (&issuer.public_key_pem, &issuer.jwks_url) {
+        (Some(pem), _) => KeySource::Fixed(
+            jwt::pem_key(issuer.algorithm, pem)
+                .map_err(|e| format!("the public key of {}: {e}", issuer.issuer))?,
+        ),
+        (None, Some(url)) => {
+            let backend = jwks_backend.ok_or_else(|| {
+                format!(
+                    "the provider {} has a jwks_url but no way to fetch it",
+                    issuer.issuer
+                )
+            })?;
+            KeySource::Jwks(Jwks::new(url.clone(), backend)?)
+        }
+        (None, None) => return Err(format!("the provider {} has no key", issuer.issuer)),
     };
-    let key = key.map_err(|e| format!("the public key of {}: {e}", issuer.issuer))?;
-    let mut validation = Validation::new(algorithm);
-    validation.set_issuer(&[&issuer.issuer]);
-    validation.set_audience(&[&issuer.audience]);
-    validation.set_required_spec_claims(&["exp", "iss", "aud"]);
-    Ok(Verifier {
-        key,
-        validation,
+    let provider = Provider::new(ProviderSettings {
+        issuer: issuer.issuer.clone(),
+        audience: issuer.audience.clone(),
+        algorithm: issuer.algorithm,
+        keys,
         tenant_claim: issuer.tenant_claim.clone(),
         user_claim: issuer.user_claim.clone(),
-        scopes: issuer
-            .scopes
-            .clone()
-            .unwrap_or_else(|| default_scopes.to_vec()),
-    })
+        tenants: issuer.tenants.clone(),
+        leeway: Duration::from_secs(issuer.leeway_seconds.unwrap_or(DEFAULT_LEEWAY_SECONDS)),
+    });
+    let scopes = issuer
+        .scopes
+        .clone()
+        .unwrap_or_else(|| default_scopes.to_vec());
+    Ok((provider, scopes))
 }
 
 impl TokenTable {
     /// The principal a presented bearer token acts for, if any: a listed token, or a token
-    /// signed by a listed provider, unexpired, for this audience, naming a listed tenant.
-    pub fn principal(&self, token: &str) -> Option<Principal> {
+    /// signed by a listed provider, valid now, for this audience, naming a tenant the provider
+    /// is bound to.
+    pub async fn principal(&self, token: &str) -> Option<Principal> {
         if let Some(principal) = self.by_hash.get(&token_hash(token)) {
             return Some(principal.clone());
         }
-        self.verifiers.iter().find_map(|v| {
-            let claims =
-                jsonwebtoken::decode::<Map<String, Value>>(token, &v.key, &v.validation).ok()?;
-            let tenant = claims.claims.get(&v.tenant_claim)?.as_str()?;
-            let user = claims.claims.get(&v.user_claim)?.as_str()?;
-            let instance_url = self.tenants.get(tenant)?.clone();
-            Some(Principal {
-                tenant_id: tenant.to_string(),
-                user_id: user.to_string(),
-                granted_scopes: v.scopes.clone(),
+        for (provider, scopes) in &self.providers {
+            let Some(claimed) = provider.verify(token).await else {
+                continue;
+            };
+            let instance_url = self.tenants.get(&claimed.tenant)?.clone();
+            return Some(Principal {
+                tenant_id: claimed.tenant,
+                user_id: claimed.user,
+                granted_scopes: scopes.clone(),
                 instance_url,
-            })
-        })
+                authority: Authority::Provider(provider.issuer.clone()),
+            });
+        }
+        None
+    }
+
+    /// The issuers of the providers, for the protected-resource metadata.
+    pub fn issuers(&self) -> Vec<String> {
+        self.providers
+            .iter()
+            .map(|(p, _)| p.issuer.clone())
+            .collect()
     }
 }
 
@@ -354,8 +419,8 @@ mod tests {
         scopes = ["crm.objects.deals.read"]
     "#;
 
-    #[test]
-    fn tokens_map_to_their_tenant_and_user_by_hash_only() {
+    #[tokio::test]
+    async fn tokens_map_to_their_tenant_and_user_by_hash_only() {
         assert_eq!(
             token_hash("secret"),
             "2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b"
@@ -366,22 +431,34 @@ mod tests {
                 Some(format!("https://{}.example", t.id))
             })
             .unwrap();
-        let alice = table.principal("secret").unwrap();
+        let alice = table.principal("secret").await.unwrap();
         assert_eq!(
             (alice.tenant_id.as_str(), alice.user_id.as_str()),
             ("acme", "alice")
         );
         assert_eq!(alice.granted_scopes, ["oauth"]);
-        let bob = table.principal("test").unwrap();
+        assert_eq!(alice.authority, Authority::Token(token_hash("secret")));
+        let bob = table.principal("test").await.unwrap();
         assert_eq!(bob.tenant_id, "globex");
         assert_eq!(bob.granted_scopes, ["crm.objects.deals.read"]);
-        assert!(table.principal("").is_none());
+        assert!(table.principal("").await.is_none());
         assert!(
             table
                 .principal("2bb80d537b1da3e38bd30361aa855686bde0eacd7162fef6a25fe97bf527a25b")
+                .await
                 .is_none(),
             "the hash is not a token"
         );
+    }
+
+    #[test]
+    fn the_bearer_scheme_is_case_insensitive_and_needs_a_token() {
+        assert_eq!(bearer("Bearer abc"), Some("abc"));
+        assert_eq!(bearer("bearer abc"), Some("abc"));
+        assert_eq!(bearer("BEARER  abc "), Some("abc"));
+        assert_eq!(bearer("Basic abc"), None);
+        assert_eq!(bearer("Bearer "), None);
+        assert_eq!(bearer("Bearerabc"), None);
     }
 
     /// A test provider's Ed25519 key pair (made for these tests with openssl; signs nothing else).
@@ -390,40 +467,124 @@ mod tests {
 
     fn signed(claims: serde_json::Value) -> String {
         let key = jsonwebtoken::EncodingKey::from_ed_pem(PRIVATE_KEY.as_bytes()).unwrap();
-        jsonwebtoken::encode(&jsonwebtoken::Header::new(Algorithm::EdDSA), &claims, &key).unwrap()
+        let header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::EdDSA);
+        jsonwebtoken::encode(&header, &claims, &key).unwrap()
     }
 
-    #[test]
-    fn a_provider_signed_token_names_a_listed_tenant_and_its_user() {
-        let file = format!(
-            "[[tenants]]\nid = \"acme\"\n[[jwt]]\nissuer = \"https://auth.example\"\n\
-             audience = \"crm-mcp\"\nalgorithm = \"EdDSA\"\npublic_key_pem = '''{PUBLIC_KEY}'''\n"
-        );
-        let table = TenantsFile::parse(&file)
+    fn now() -> u64 {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs()
+    }
+
+    /// Two tenants, and one provider bound to acme only.
+    fn provider_file(extra: &str) -> String {
+        format!(
+            "[[tenants]]\nid = \"acme\"\n[[tenants]]\nid = \"globex\"\n\
+             [[jwt]]\nissuer = \"https://auth.example\"\naudience = \"crm-mcp\"\n\
+             algorithm = \"EdDSA\"\ntenants = [\"acme\"]\n\
+             public_key_pem = '''{PUBLIC_KEY}'''\n{extra}"
+        )
+    }
+
+    #[tokio::test]
+    async fn a_provider_signed_token_names_a_tenant_the_provider_is_bound_to() {
+        let table = TenantsFile::parse(&provider_file(""))
             .unwrap()
             .tokens(&["oauth".into()], |_| None)
             .unwrap();
+        assert_eq!(table.issuers(), ["https://auth.example"]);
         let exp = 4_102_444_800u64; // 2100-01-01
         let good = serde_json::json!({"iss": "https://auth.example", "aud": "crm-mcp", "exp": exp, "tenant": "acme", "sub": "carol"});
-        let principal = table.principal(&signed(good.clone())).unwrap();
+        let principal = table.principal(&signed(good.clone())).await.unwrap();
         assert_eq!(
             (principal.tenant_id.as_str(), principal.user_id.as_str()),
             ("acme", "carol")
         );
         assert_eq!(principal.granted_scopes, ["oauth"]);
+        assert_eq!(
+            principal.authority,
+            Authority::Provider("https://auth.example".into())
+        );
         for (field, value) in [
             ("aud", serde_json::json!("another-server")),
             ("iss", serde_json::json!("https://evil.example")),
             ("exp", serde_json::json!(1_000_000_000u64)),
+            // globex is listed, but this provider may not mint it.
             ("tenant", serde_json::json!("globex")),
+            ("tenant", serde_json::json!("initech")),
+            ("nbf", serde_json::json!(now() + 3600)),
+            ("sub", serde_json::json!("")),
         ] {
             let mut claims = good.clone();
-            claims[field] = value;
-            assert!(table.principal(&signed(claims)).is_none(), "{field}");
+            claims[field] = value.clone();
+            assert!(
+                table.principal(&signed(claims)).await.is_none(),
+                "{field} = {value}"
+            );
         }
         let mut unsigned = signed(good).rsplit_once('.').unwrap().0.to_string();
         unsigned.push_str(".AAAA");
-        assert!(table.principal(&unsigned).is_none(), "a forged signature");
+        assert!(
+            table.principal(&unsigned).await.is_none(),
+            "a forged signature"
+        );
+    }
+
+    #[tokio::test]
+    async fn clocks_a_little_apart_are_tolerated_within_the_leeway() {
+        let table = TenantsFile::parse(&provider_file("leeway_seconds = 30\n"))
+            .unwrap()
+            .tokens(&[], |_| None)
+            .unwrap();
+        let claims = |exp: u64, nbf: u64| serde_json::json!({"iss": "https://auth.example", "aud": "crm-mcp", "exp": exp, "nbf": nbf, "tenant": "acme", "sub": "carol"});
+        let t = now();
+        let slightly_early = claims(t + 600, t + 10);
+        assert!(table.principal(&signed(slightly_early)).await.is_some());
+        let just_expired = claims(t - 10, t - 600);
+        assert!(table.principal(&signed(just_expired)).await.is_some());
+        let too_early = claims(t + 600, t + 120);
+        assert!(table.principal(&signed(too_early)).await.is_none());
+        let long_expired = claims(t - 120, t - 600);
+        assert!(table.principal(&signed(long_expired)).await.is_none());
+    }
+
+    #[test]
+    fn a_provider_must_name_its_tenants_and_exactly_one_key_source() {
+        let bound = "tenants = [\"acme\"]";
+        let unbound = provider_file("").replace(&format!("{bound}\n"), "");
+        assert!(
+            TenantsFile::parse(&unbound)
+                .unwrap_err()
+                .contains("tenants")
+        );
+        let empty = provider_file("").replace(bound, "tenants = []");
+        assert!(
+            TenantsFile::parse(&empty)
+                .unwrap_err()
+                .contains("no tenants")
+        );
+        let unlisted = provider_file("").replace(bound, "tenants = [\"initech\"]");
+        assert!(
+            TenantsFile::parse(&unlisted)
+                .unwrap_err()
+                .contains("initech")
+        );
+        let jwks = "jwks_url = \"https://auth.example/jwks\"\n";
+        let both = provider_file(jwks);
+        assert!(
+            TenantsFile::parse(&both)
+                .unwrap_err()
+                .contains("exactly one")
+        );
+        let jwks_only =
+            provider_file(jwks).replace(&format!("public_key_pem = '''{PUBLIC_KEY}'''\n"), "");
+        let parsed = TenantsFile::parse(&jwks_only).unwrap();
+        assert!(
+            parsed.tokens(&[], |_| None).is_err(),
+            "a JWKS needs a backend to fetch it"
+        );
     }
 
     #[test]

@@ -33,8 +33,21 @@ fn temp_dir(name: &str) -> std::path::PathBuf {
     dir
 }
 
-fn call(tool: &'static str, input: Value) -> CallToolRequestParams {
+pub(crate) fn call(tool: &'static str, input: Value) -> CallToolRequestParams {
     CallToolRequestParams::new(tool).with_arguments(input.as_object().cloned().unwrap())
+}
+
+/// A tool error as a client shows it: no `structuredContent` (a client would check it against
+/// the success schema), and `{"error": {"kind", "message"}}` as the text.
+pub(crate) fn tool_error(result: &rmcp::model::CallToolResult) -> Value {
+    assert_eq!(result.is_error, Some(true), "{result:?}");
+    assert!(result.structured_content.is_none(), "{result:?}");
+    let text = result.content[0]
+        .as_text()
+        .expect("a text block")
+        .text
+        .clone();
+    serde_json::from_str(&text).expect("the text is the error as JSON")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -107,7 +120,7 @@ async fn an_mcp_client_over_stdio_lists_reads_creates_and_sees_errors() {
         .await
         .unwrap();
     assert_eq!(failed.is_error, Some(true));
-    let error = &failed.structured_content.unwrap()["error"];
+    let error = &tool_error(&failed)["error"];
     assert_eq!(error["kind"], "invalid-input");
     assert!(error["message"].as_str().unwrap().contains("not-an-id"));
 
@@ -253,6 +266,7 @@ fn principal(tenant: &str, user: &str, instance_url: Option<String>) -> Principa
         user_id: user.into(),
         granted_scopes: ALL_SCOPES.iter().map(|s| s.to_string()).collect(),
         instance_url,
+        authority: crm_host::mcp::Authority::Process,
     }
 }
 
@@ -354,7 +368,7 @@ async fn http_server(dir: &std::path::Path) -> String {
     let gate = Gate {
         tokens,
         allowed_origins: vec!["https://assistant.example".into()],
-        base_url: base.clone(),
+        public_url: url::Url::parse(&format!("{base}/mcp")).unwrap(),
     };
     let admin = Admin {
         token_sha256: hash("operator-token"),
@@ -394,10 +408,7 @@ async fn tenant_session(url: &str, token: &str, own: &str, other: &str, query: &
     assert_eq!(mine.is_error, Some(false), "{mine:?}");
     let theirs = client.call_tool(read(other)).await.unwrap();
     assert_eq!(theirs.is_error, Some(true));
-    assert_eq!(
-        theirs.structured_content.unwrap()["error"]["kind"],
-        "not-found"
-    );
+    assert_eq!(tool_error(&theirs)["error"]["kind"], "not-found");
     let query = client
         .call_tool(call("crmb_run_soql_query", json!({"query": query})))
         .await
@@ -544,10 +555,7 @@ async fn over_http_an_operator_disconnects_a_crm_and_the_model_cannot() {
     assert_eq!(post(route("disconnect"), "operator-token").await.0, 200);
     let refused = client.call_tool(read()).await.unwrap();
     assert_eq!(refused.is_error, Some(true));
-    assert_eq!(
-        refused.structured_content.unwrap()["error"]["kind"],
-        "not-connected"
-    );
+    assert_eq!(tool_error(&refused)["error"]["kind"], "not-connected");
     // HubSpot for the same tenant, and the other tenant, go on.
     let hubspot = client
         .call_tool(call("crma_get_account_details", json!({})))
