@@ -146,6 +146,7 @@ pub struct Jwks {
     url: Url,
     backend: Arc<dyn Backend>,
     cache: tokio::sync::Mutex<JwksCache>,
+    refresh_interval: Duration,
 }
 
 #[derive(Default)]
@@ -166,7 +167,14 @@ impl Jwks {
             url,
             backend,
             cache: tokio::sync::Mutex::new(JwksCache::default()),
+            refresh_interval: JWKS_REFRESH_INTERVAL,
         })
+    }
+
+    /// The same JWKS with another shortest time between fetches (tests use a short one).
+    pub fn with_refresh_interval(mut self, interval: Duration) -> Self {
+        self.refresh_interval = interval;
+        self
     }
 
     /// How many times the document was fetched.
@@ -175,7 +183,7 @@ impl Jwks {
     }
 
     /// The key with this id: from the cache, or after one fetch when the cache lacks it and
-    /// the last fetch is at least [`JWKS_REFRESH_INTERVAL`] old (or there was none).
+    /// the last fetch is at least the refresh interval old (or there was none).
     pub async fn key(&self, kid: &str) -> Option<DecodingKey> {
         let mut cache = self.cache.lock().await;
         if let Some(key) = cache.keys.get(kid) {
@@ -183,7 +191,7 @@ impl Jwks {
         }
         let stale = cache
             .fetched_at
-            .is_none_or(|at| at.elapsed() >= JWKS_REFRESH_INTERVAL);
+            .is_none_or(|at| at.elapsed() >= self.refresh_interval);
         if !stale {
             return None;
         }

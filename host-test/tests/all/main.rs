@@ -8,6 +8,7 @@ mod egress;
 mod export;
 mod fixtures;
 mod governance;
+mod http_server;
 mod mcp;
 mod network;
 mod security;

@@ -384,7 +384,7 @@ async fn http_server(dir: &std::path::Path) -> String {
     format!("{base}/mcp")
 }
 
-async fn http_client(url: &str, token: &str) -> RunningService<RoleClient, ()> {
+pub(crate) async fn http_client(url: &str, token: &str) -> RunningService<RoleClient, ()> {
     use rmcp::transport::StreamableHttpClientTransport;
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(token);

@@ -54,7 +54,11 @@ async def exercise(session, account_id, account_name):
 
     failed = await session.call_tool("crmb_get_record", {"object": "Account", "record_id": "nope"})
     check(failed.is_error, "a bad id is an error result")
-    check(failed.structured_content["error"]["kind"] == "invalid-input", f"{failed.structured_content}")
+    # No structuredContent on an error (clients would check it against the success schema);
+    # the kind and message are the text the client shows.
+    check(failed.structured_content is None, f"{failed.structured_content}")
+    error = json.loads(failed.content[0].text)["error"]
+    check(error["kind"] == "invalid-input" and "nope" in error["message"], f"{error}")
 
     query = await session.call_tool("crmb_run_soql_query", {"query": "SELECT Id, Name FROM Account"})
     check(not query.is_error, f"query: {query}")
