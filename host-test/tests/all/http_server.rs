@@ -115,7 +115,7 @@ impl Conn {
         let closed = self
             .send("DELETE", "/mcp", &session_headers(&auth, &session), "")
             .await;
-        assert_eq!(closed.status, 202);
+        assert_eq!(closed.status, 204);
     }
 }
 
@@ -210,7 +210,7 @@ async fn another_principals_session_is_unknown_to_it_for_post_resume_and_delete(
     let listed = acme.send("POST", "/mcp", &own, LIST_TOOLS).await;
     assert_eq!(listed.status, 200);
     assert!(listed.body.contains("crmb_get_record"), "{}", listed.body);
-    assert_eq!(acme.send("DELETE", "/mcp", &own, "").await.status, 202);
+    assert_eq!(acme.send("DELETE", "/mcp", &own, "").await.status, 204);
     assert_eq!(
         acme.send("POST", "/mcp", &own, LIST_TOOLS).await.status,
         404

@@ -377,7 +377,13 @@ async fn mcp(state: &State, request: Request<Incoming>) -> Response<Body> {
                 }
             }
         }
-        Some(id) if closing && response.status().is_success() => state.sessions.remove(id),
+        Some(id) if closing && response.status().is_success() => {
+            state.sessions.remove(id);
+            state.metrics.sessions.set(state.sessions.len() as i64);
+            // 204 rather than rmcp's 202: the session is gone now, not later, and the Python
+            // SDK takes only 200 or 204 as a successful close.
+            return plain(StatusCode::NO_CONTENT, "");
+        }
         Some(_) => {}
     }
     state.metrics.sessions.set(state.sessions.len() as i64);
