@@ -184,7 +184,7 @@ async fn measure(host: &Host, label: &str) {
 mod mcp {
     use super::{CALLS, percentile};
     use crm_host::Host;
-    use crm_host::mcp::http::{Gate, serve};
+    use crm_host::mcp::http::{Gate, RateLimit, ServeOptions, serve_with};
     use crm_host::mcp::tenants::{TenantsFile, token_hash};
     use rmcp::model::CallToolRequestParams;
     use rmcp::service::RunningService;
@@ -243,9 +243,15 @@ mod mcp {
         let gate = Gate {
             tokens,
             allowed_origins: vec![],
-            base_url: base.clone(),
+            public_url: url::Url::parse(&format!("{base}/mcp")).unwrap(),
         };
-        tokio::spawn(serve(host, gate, listener));
+        // The bench measures calls back to back: no per-principal rate limit in the way.
+        let mut options = ServeOptions::new(gate);
+        options.limits.rate = RateLimit {
+            per_second: 1e9,
+            burst: 1e9,
+        };
+        tokio::spawn(serve_with(host, options, listener));
         let config = StreamableHttpClientTransportConfig::with_uri(format!("{base}/mcp"))
             .auth_header("bench-token");
         let http = ().serve(StreamableHttpClientTransport::from_config(config)).await.unwrap();

@@ -161,16 +161,32 @@ export function runProcess(command, args, { env = process.env, cwd, timeoutMs = 
   });
 }
 
-// A loopback HTTP proxy that forwards every request unchanged (method, path, Host, Origin
-// and every other header, streamed both ways, so SSE passes through) to `target`, adding
-// `Authorization: Bearer <token>` when the request has none. It lets a client that cannot
-// send a header of its own (the conformance suite) reach the authenticated `crm-host serve`.
+// A loopback HTTP proxy that forwards every request (method, path and headers, streamed both
+// ways, so SSE passes through) to `target`, adding `Authorization: Bearer <token>` when the
+// request has none. It lets a client that cannot send a header of its own (the conformance
+// suite) reach the authenticated `crm-host serve`. The server must see what a direct client
+// would send, so a loopback Host or Origin naming the proxy's port is rewritten to name the
+// server's; any other Host or Origin (e.g. a DNS-rebinding probe's) is passed as it came.
 export async function startTokenProxy(targetUrl, token) {
   const target = new URL(targetUrl);
   const sockets = new Set();
+  let ownPort;
+  const loopback = /^(127\.0\.0\.1|localhost|\[::1\])$/i;
+  const toServer = (value, withScheme) => {
+    if (typeof value !== 'string') return value;
+    try {
+      const url = new URL(withScheme ? value : `http://${value}`);
+      if (!loopback.test(url.hostname) || url.port !== String(ownPort)) return value;
+      return withScheme ? `${url.protocol}//${url.hostname}:${target.port}` : `${url.hostname}:${target.port}`;
+    } catch {
+      return value;
+    }
+  };
   const server = http.createServer((req, res) => {
     const headers = { ...req.headers };
     if (!headers.authorization) headers.authorization = `Bearer ${token}`;
+    headers.host = toServer(headers.host, false);
+    if (headers.origin) headers.origin = toServer(headers.origin, true);
     const upstream = http.request({
       host: target.hostname, port: target.port, method: req.method, path: req.url, headers,
     }, (answer) => {
@@ -187,9 +203,9 @@ export async function startTokenProxy(targetUrl, token) {
   });
   server.on('connection', (s) => { sockets.add(s); s.on('close', () => sockets.delete(s)); });
   await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address();
+  ownPort = server.address().port;
   return {
-    url: `http://127.0.0.1:${port}${target.pathname}`,
+    url: `http://127.0.0.1:${ownPort}${target.pathname}`,
     async close() {
       for (const s of sockets) s.destroy();
       await new Promise((resolve) => server.close(resolve));

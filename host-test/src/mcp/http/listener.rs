@@ -245,7 +245,7 @@ pub fn open_files_limit() -> Option<u64> {
         };
         // SAFETY: getrlimit writes one rlimit into the struct we own.
         let ok = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
-        ok.then_some(limit.rlim_cur as u64)
+        ok.then_some(limit.rlim_cur)
     }
     #[cfg(not(unix))]
     {
