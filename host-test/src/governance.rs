@@ -4,7 +4,16 @@
 //! whatever the component did. The component enforces the same policy on each write it builds
 //! (see `src/governance/`); this is the second wall.
 
+use crate::bindings::ToolError;
 use serde_json::Value;
+
+/// What an error about a masked field says instead of the CRM's own words.
+fn masked_note(field: &str) -> String {
+    format!(
+        "{MASKED}: the CRM's message concerns field {field}, which this workspace masks; check \
+         the record in the CRM itself"
+    )
+}
 
 /// What masked values read as.
 pub const MASKED: &str = "[masked by workspace policy]";
@@ -154,6 +163,64 @@ impl HostPolicy {
         }
     }
 
+    /// A tool error with what a masked field could leak taken out, as answers are masked: a
+    /// JSON payload (a `crm-error`) has masked keys replaced, and when the CRM's error concerns
+    /// a masked field (it is among the error's `fields`, or named in its messages) the CRM's
+    /// own words, which may quote the value, are replaced by a note. The component's own
+    /// refusals name masked fields but never hold values, and are kept.
+    pub fn mask_error(&self, error: ToolError) -> ToolError {
+        if !self.masks() {
+            return error;
+        }
+        match error {
+            ToolError::CrmError(payload) => ToolError::CrmError(self.mask_crm_error(payload)),
+            other => other,
+        }
+    }
+
+    fn mask_crm_error(&self, payload: String) -> String {
+        let Ok(mut value) = serde_json::from_str::<Value>(&payload) else {
+            return match self.named_in(&payload) {
+                Some(field) => masked_note(field),
+                None => payload,
+            };
+        };
+        self.mask(&mut value);
+        let in_fields = value["fields"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .find_map(|f| self.masked.iter().find(|m| m.eq_ignore_ascii_case(f)));
+        let in_words = ["messages", "hint"]
+            .iter()
+            .filter_map(|k| value.get(*k))
+            .find_map(|v| self.named_in(&v.to_string()));
+        if let Some(field) = in_fields.map(String::as_str).or(in_words) {
+            let note = masked_note(field);
+            if value.get("messages").is_some() {
+                value["messages"] = Value::Array(vec![Value::String(note.clone())]);
+            }
+            if value.get("hint").is_some() {
+                value["hint"] = Value::String(note);
+            }
+        }
+        value.to_string()
+    }
+
+    /// The masked field `text` names as a word (any case), if any.
+    fn named_in(&self, text: &str) -> Option<&str> {
+        let lower = text.to_ascii_lowercase();
+        let words: Vec<&str> = lower
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter(|w| !w.is_empty())
+            .collect();
+        self.masked
+            .iter()
+            .find(|m| words.contains(&m.as_str()))
+            .map(String::as_str)
+    }
+
     /// One JSON Lines line (without its newline) with masked fields replaced. A line that is
     /// not JSON is dropped whole rather than written unmasked.
     pub fn mask_line(&self, line: &[u8]) -> Option<Vec<u8>> {
@@ -204,6 +271,44 @@ mod tests {
         ]);
         assert!(nothing.hides("crm_revert_change", false).is_some());
         assert!(HostPolicy::from_settings([("CRM_POLICY_READ_ONLY", "yes")]).is_err());
+    }
+
+    #[test]
+    fn a_crm_error_about_a_masked_field_loses_the_crms_words_and_others_are_kept() {
+        let p = policy(&[("CRM_POLICY_MASKED_FIELDS", "email, Phone")]);
+        // HubSpot's validation error quotes the value (its documented error shape).
+        let about_email = json!({"crm": "hubspot", "status": 400, "codes": ["VALIDATION_ERROR"],
+            "messages": ["Property values were not valid: maria@acme.example is not a valid email"],
+            "fields": ["email"], "hint": "fix email"});
+        let masked = p
+            .mask_error(ToolError::CrmError(about_email.to_string()))
+            .message();
+        assert!(!masked.contains("maria@acme.example"), "{masked}");
+        assert!(
+            masked.contains("email"),
+            "the field is still named: {masked}"
+        );
+        let named_only = json!({"crm": "salesforce", "status": 400, "codes": ["INVALID_FIELD"],
+            "messages": ["Phone: value 555-0100 is too long"], "fields": []});
+        let masked = p
+            .mask_error(ToolError::CrmError(named_only.to_string()))
+            .message();
+        assert!(!masked.contains("555-0100"), "{masked}");
+        let other = json!({"crm": "salesforce", "status": 400, "codes": ["INVALID_FIELD"],
+            "messages": ["No such column 'Nmae'"], "fields": ["Nmae"]})
+        .to_string();
+        let kept = p.mask_error(ToolError::CrmError(other.clone()));
+        assert_eq!(
+            serde_json::from_str::<Value>(&kept.message()).unwrap(),
+            serde_json::from_str::<Value>(&other).unwrap()
+        );
+        let refusal = ToolError::Forbidden("field Phone is masked".into());
+        let kept = p.mask_error(refusal);
+        assert_eq!(
+            (kept.kind(), kept.message().as_str()),
+            ("forbidden", "field Phone is masked"),
+            "our own refusal is kept"
+        );
     }
 
     #[test]

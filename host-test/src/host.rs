@@ -374,6 +374,11 @@ impl Host {
         Ok(self.runtime.store(tenant, hooks, user_id.into()))
     }
 
+    /// The tenant's policy as the host reads it (masking, hidden tools).
+    pub fn policy(&self, tenant_id: &str) -> Result<Arc<HostPolicy>, CallError> {
+        Ok(self.tenant(tenant_id)?.policy.clone())
+    }
+
     /// The tools the tenant's component offers, less those the tenant's policy makes useless.
     pub async fn list_tools(&self, tenant_id: &str) -> Result<Vec<ToolSpec>, CallError> {
         let policy = self.tenant(tenant_id)?.policy.clone();
@@ -548,7 +553,8 @@ impl Host {
         let result = match tokio::time::timeout(timeout, call).await {
             // Masked fields never leave the host, whatever the component answered.
             Ok(Ok(Ok(output))) => Ok(entry.policy.mask_text(output)),
-            Ok(Ok(Err(tool_error))) => Err(CallError::Tool(tool_error)),
+            // And masked values never leave through an error's words either.
+            Ok(Ok(Err(tool_error))) => Err(CallError::Tool(entry.policy.mask_error(tool_error))),
             Ok(Err(trap)) => Err(CallError::Plugin(format!("{trap:#}"))),
             Err(_) => Err(CallError::Plugin(format!(
                 "the call took longer than {timeout:?}"

@@ -413,10 +413,15 @@ async fn serve_sandbox(
 /// `crm-host mcp`: MCP over stdin/stdout until the client closes stdin.
 async fn serve_stdio(host: Arc<Host>, principal: Principal) -> Result<ExitCode, String> {
     let server = McpServer::for_principal(host, principal);
-    let running = server
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|e| format!("starting the MCP session: {e}"))?;
+    let running = match server.serve(rmcp::transport::stdio()).await {
+        Ok(running) => running,
+        // The client closed its end before a session began (a probe, an era check): nothing
+        // went wrong on this side.
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
+            return Ok(ExitCode::SUCCESS);
+        }
+        Err(e) => return Err(format!("starting the MCP session: {e}")),
+    };
     running
         .waiting()
         .await

@@ -1,6 +1,7 @@
 //! CRM B (Salesforce): ids and names, record URLs, record mapping, errors and tools.
 
 pub mod client;
+pub mod compound;
 pub mod describe;
 pub mod errors;
 pub(crate) mod fields;

@@ -5,7 +5,7 @@ use super::client;
 use super::errors::parse_answer;
 use super::outputs::{FileFormat, InlineRecords, QueryResult, QueryRows, Record, ResultFile};
 use super::record_url::InstanceUrl;
-use super::records::map_record_fields;
+use super::records::{Mapping, map_record_fields};
 use super::soql::{self, ValidatedQuery};
 use crate::config::{ApiVersion, Config};
 use crate::error::{Crm, CrmProblem, ToolError};
@@ -169,6 +169,11 @@ impl QueryRequest {
             cursor,
         })
     }
+
+    /// The outer query's FROM object.
+    pub(crate) fn object(&self) -> &str {
+        self.query.object()
+    }
 }
 
 /// Runs the query and shapes the answer.
@@ -264,7 +269,11 @@ impl Pager<'_> {
     }
 
     fn map(&self, mut record: Record) -> Result<Record, ToolError> {
-        map_record_fields(&mut record, self.instance)?;
+        let mapping = Mapping {
+            instance: self.instance,
+            masked: &self.config.policy.masked,
+        };
+        map_record_fields(&mut record, &mapping)?;
         Ok(record)
     }
 

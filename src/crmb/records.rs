@@ -15,31 +15,44 @@ pub const MAX_RECORD_DEPTH: usize = 32;
 /// Maps one record (and everything nested in it) in place; an answer nested deeper than
 /// [`MAX_RECORD_DEPTH`] is refused as a `crm-error`.
 pub fn map_record(record: &mut Value, instance: Option<&InstanceUrl>) -> Result<(), ToolError> {
-    map_at(record, instance, 1)
+    map_at(
+        record,
+        &Mapping {
+            instance,
+            masked: &[],
+        },
+        1,
+    )
+}
+
+/// What mapping a record needs besides the record: the org for links, and the workspace's
+/// masked fields (by meaning: compounds included, see [`super::compound`]).
+#[derive(Clone, Copy)]
+pub struct Mapping<'a> {
+    /// The org, for each record's `record_url`.
+    pub instance: Option<&'a InstanceUrl>,
+    /// The workspace's masked fields, lower-cased.
+    pub masked: &'a [String],
 }
 
 /// As [`map_record`], for a record the answer's typed envelope already read as a JSON object.
 pub(crate) fn map_record_fields(
     fields: &mut Map<String, Value>,
-    instance: Option<&InstanceUrl>,
+    mapping: &Mapping<'_>,
 ) -> Result<(), ToolError> {
-    map_fields(fields, instance, 1)
+    map_fields(fields, mapping, 1)
 }
 
-fn map_at(
-    record: &mut Value,
-    instance: Option<&InstanceUrl>,
-    depth: usize,
-) -> Result<(), ToolError> {
+fn map_at(record: &mut Value, mapping: &Mapping<'_>, depth: usize) -> Result<(), ToolError> {
     match record {
-        Value::Object(fields) => map_fields(fields, instance, depth),
+        Value::Object(fields) => map_fields(fields, mapping, depth),
         _ => Ok(()),
     }
 }
 
 fn map_fields(
     fields: &mut Map<String, Value>,
-    instance: Option<&InstanceUrl>,
+    mapping: &Mapping<'_>,
     depth: usize,
 ) -> Result<(), ToolError> {
     if depth > MAX_RECORD_DEPTH {
@@ -48,10 +61,12 @@ fn map_fields(
     let record_type = fields
         .remove("attributes")
         .and_then(|a| a.get("type").and_then(Value::as_str).map(str::to_string));
+    // Masked before anything is read from it: a compound's value is replaced whole.
+    super::compound::mask_record(fields, record_type.as_deref(), mapping.masked);
     for (name, value) in fields.iter_mut() {
-        map_nested(name, value, instance, depth)?;
+        map_nested(name, value, mapping, depth)?;
     }
-    if let (Some(instance), Some(record_type)) = (instance, record_type)
+    if let (Some(instance), Some(record_type)) = (mapping.instance, record_type)
         && let Some(url) = url_for(fields, &record_type, instance)
     {
         fields.insert("record_url".into(), Value::String(url));
@@ -77,21 +92,21 @@ fn too_deep() -> ToolError {
 fn map_nested(
     name: &str,
     value: &mut Value,
-    instance: Option<&InstanceUrl>,
+    mapping: &Mapping<'_>,
     depth: usize,
 ) -> Result<(), ToolError> {
     let Value::Object(inner) = value else {
         return Ok(());
     };
     if inner.contains_key("attributes") {
-        map_at(value, instance, depth + 1)?;
+        map_at(value, mapping, depth + 1)?;
     } else if let Some(Value::Array(rows)) = inner.get_mut("records") {
         let child_type = rows
             .first()
             .and_then(|row| row["attributes"]["type"].as_str())
             .map(str::to_string);
         for row in rows.iter_mut() {
-            map_at(row, instance, depth + 1)?;
+            map_at(row, mapping, depth + 1)?;
         }
         let returned = rows.len();
         if inner.get("done") == Some(&Value::Bool(false)) {

@@ -164,6 +164,29 @@ pub fn identifiers(text: &str) -> Vec<&str> {
         .collect()
 }
 
+/// Every dotted name in a query as its segments (`Owner.Name` gives `["Owner", "Name"]`, a
+/// plain `Name` gives `["Name"]`), for masking by meaning: the last segment is the field, the
+/// one before it the relationship it is read through.
+pub fn paths(text: &str) -> Vec<Vec<&str>> {
+    let (tokens, _) = Lexer::new(text).tokenize();
+    let mut paths: Vec<Vec<&str>> = Vec::new();
+    let mut after_dot = false;
+    for token in tokens {
+        match token.kind {
+            lexer::Kind::Ident if after_dot => {
+                if let Some(last) = paths.last_mut() {
+                    last.push(token.text);
+                }
+                after_dot = false;
+            }
+            lexer::Kind::Ident => paths.push(vec![token.text]),
+            lexer::Kind::Dot => after_dot = true,
+            _ => after_dot = false,
+        }
+    }
+    paths
+}
+
 /// Refuses empty text and text over [`MAX_QUERY_CHARS`] before any lexing work is done.
 fn check_size(text: &str) -> Result<(), SoqlError> {
     if text.trim().is_empty() {

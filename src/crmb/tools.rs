@@ -8,7 +8,7 @@ use super::ids::{ApiName, SalesforceId};
 use super::outputs::{FetchedRecord, NewRecord, QueryResult, Record, RecordLink, UpdatedRecord};
 use super::query::{self, QueryRequest};
 use super::record_url::InstanceUrl;
-use super::records::map_record_fields;
+use super::records::{Mapping, map_record_fields};
 use crate::error::{Crm, ToolError};
 use crate::http::{Effect, Method, Request};
 use crate::mapping::CreatedRecord;
@@ -114,6 +114,12 @@ impl Tool for GetRecord {
         check_prefix(&input.object, &input.record_id)?;
         let policy = &session.config()?.policy;
         policy.refuse_masked(input.fields.iter().flatten().map(ApiName::as_str))?;
+        super::compound::refuse_fields(
+            input.object.as_str(),
+            input.fields.iter().flatten().map(ApiName::as_str),
+            &policy.masked,
+        )
+        .map_err(|why| policy.masked_refusal(why))?;
         let fields = match &input.fields {
             Some(list) if list.is_empty() || list.len() > 200 => {
                 return Err(ToolError::invalid(
@@ -139,7 +145,11 @@ impl Tool for GetRecord {
         let subject = format!("{} record {}", input.object, input.record_id);
         let response = client::send(session, &Request::get(Crm::Salesforce, url), &subject)?;
         let mut record: Record = parse_answer(&response, "the record")?;
-        map_record_fields(&mut record, instance.as_ref())?;
+        let mapping = Mapping {
+            instance: instance.as_ref(),
+            masked: &config.policy.masked,
+        };
+        map_record_fields(&mut record, &mapping)?;
         let record_url =
             instance.map(|i| i.record_url(&input.object, &input.record_id).to_string());
         Ok(FetchedRecord { record, record_url })
@@ -190,6 +200,8 @@ impl Tool for RunSoqlQuery {
         policy.refuse_masked(super::soql::identifiers(&input.query))?;
         policy.refuse_over_max(input.max_records.unwrap_or(0).into())?;
         let request = QueryRequest::new(&input.query, input.max_records, input.cursor.as_deref())?;
+        super::compound::refuse_in_query(&input.query, request.object(), &policy.masked)
+            .map_err(|why| policy.masked_refusal(why))?;
         query::run(request, session)
     }
 }

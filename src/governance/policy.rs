@@ -160,6 +160,59 @@ impl WorkspacePolicy {
         }
     }
 
+    /// Refuses HubSpot's free-text `query` when the tenant masks a property it searches:
+    /// a match or no match on text says something about a masked value, and a few hundred
+    /// searches spell it out. HubSpot documents the default searchable properties of its
+    /// standard objects ("Search by default searchable properties",
+    /// <https://developers.hubspot.com/docs/api-reference/search/guide>); for other types
+    /// (custom objects choose theirs) any masked field refuses the query.
+    pub fn refuse_masked_free_text(&self, object_type: &str) -> Result<(), ToolError> {
+        if self.masked.is_empty() {
+            return Ok(());
+        }
+        let searched: Option<&[&str]> = match object_type {
+            "contacts" => Some(&[
+                "firstname",
+                "lastname",
+                "email",
+                "phone",
+                "hs_additional_emails",
+                "fax",
+                "mobilephone",
+                "company",
+                "hs_marketable_until_renewal",
+            ]),
+            "companies" => Some(&["website", "phone", "name", "domain"]),
+            "deals" => Some(&[
+                "dealname",
+                "pipeline",
+                "dealstage",
+                "description",
+                "dealtype",
+            ]),
+            _ => None,
+        };
+        let hit = match searched {
+            Some(list) => list
+                .iter()
+                .find(|p| self.is_masked(p))
+                .map(|p| p.to_string()),
+            None => self.masked.first().cloned(),
+        };
+        match hit {
+            Some(field) => Err(Rule::Masked.refuse(format!(
+                "free-text search of {object_type} looks into {field}, which is masked, so it \
+                 cannot be used: filter on properties that are not masked instead"
+            ))),
+            None => Ok(()),
+        }
+    }
+
+    /// The refusal for a request that names masked data, in words the caller made.
+    pub fn masked_refusal(&self, why: String) -> ToolError {
+        Rule::Masked.refuse(why)
+    }
+
     /// Refuses a call asking for more records than one call may carry.
     pub fn refuse_over_max(&self, asked: u64) -> Result<(), ToolError> {
         match self.max_records {

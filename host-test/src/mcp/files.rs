@@ -26,6 +26,34 @@ pub const MAX_RESOURCE_BYTES: u64 = 8 << 20;
 /// Most records one page of [`READ_TOOL`] returns.
 const MAX_PAGE: usize = 1000;
 
+/// How long a result file is served after it was written; an older one is deleted when next
+/// listed or asked for. A day covers a conversation, and a file never outlives its use by much.
+pub const RESULT_FILE_TTL: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
+
+/// Whether a file was written longer ago than [`RESULT_FILE_TTL`]; expired ones are deleted.
+fn expired(path: &std::path::Path) -> bool {
+    let old = path
+        .metadata()
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age > RESULT_FILE_TTL);
+    if old {
+        let _ = std::fs::remove_file(path);
+    }
+    old
+}
+
+/// The tenant's policy, to mask a file's lines as they are read: a file written before a
+/// field was masked must not show it now.
+fn policy(
+    host: &Host,
+    principal: &Principal,
+) -> Result<Arc<crate::governance::HostPolicy>, McpError> {
+    host.policy(&principal.tenant_id)
+        .map_err(|e| McpError::internal_error(e.to_string(), None))
+}
+
 fn dir(host: &Host, principal: &Principal) -> Result<PathBuf, McpError> {
     host.results_dir(&principal.tenant_id)
         .map_err(|e| McpError::internal_error(e.to_string(), None))?
@@ -47,7 +75,7 @@ pub fn list(host: &Host, principal: &Principal) -> Result<Vec<rmcp::model::Resou
             entries
                 .filter_map(Result::ok)
                 .filter_map(|e| e.file_name().into_string().ok())
-                .filter(|name| name.ends_with(".jsonl"))
+                .filter(|name| name.ends_with(".jsonl") && !expired(&dir.join(name)))
                 .collect()
         })
         .unwrap_or_default();
@@ -67,7 +95,7 @@ fn file(host: &Host, principal: &Principal, uri: &str) -> Result<PathBuf, McpErr
         .ok_or_else(|| not_found(uri))?;
     let dir = dir(host, principal).map_err(|_| not_found(uri))?;
     let path = path_in(&dir, name).map_err(|why| McpError::invalid_params(why, None))?;
-    if !path.is_file() {
+    if !path.is_file() || expired(&path) {
         return Err(not_found(uri));
     }
     Ok(path)
@@ -86,8 +114,19 @@ pub fn read(host: &Host, principal: &Principal, uri: &str) -> Result<ReadResourc
             None,
         ));
     }
-    let text = std::fs::read_to_string(&path)
+    let mut text = std::fs::read_to_string(&path)
         .map_err(|e| McpError::internal_error(format!("reading {uri}: {e}"), None))?;
+    let policy = policy(host, principal)?;
+    if policy.masks() {
+        let mut masked = String::with_capacity(text.len());
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            if let Some(line) = policy.mask_line(line.as_bytes()) {
+                masked.push_str(&String::from_utf8_lossy(&line));
+                masked.push('\n');
+            }
+        }
+        text = masked;
+    }
     Ok(ReadResourceResult::new(vec![
         ResourceContents::text(text, uri.to_string()).with_mime_type(NDJSON),
     ]))
@@ -171,11 +210,22 @@ pub fn read_tool_call(
     let reader = std::fs::File::open(&path)
         .map(BufReader::new)
         .map_err(|e| McpError::internal_error(format!("opening {name}: {e}"), None))?;
+    let policy = policy(host, principal)?;
     let mut lines = reader.lines().skip(input.offset);
     let mut records = Vec::new();
     for line in lines.by_ref().take(input.limit) {
         let line = line.map_err(|e| McpError::internal_error(e.to_string(), None))?;
-        records.push(serde_json::from_str::<Value>(&line).unwrap_or(Value::String(line)));
+        match serde_json::from_str::<Value>(&line) {
+            Ok(mut record) => {
+                policy.mask(&mut record);
+                records.push(record);
+            }
+            // A line that is not JSON cannot be masked key by key: not shown.
+            Err(_) if policy.masks() => {
+                records.push(Value::String(crate::governance::MASKED.into()))
+            }
+            Err(_) => records.push(Value::String(line)),
+        }
     }
     let done = lines.next().is_none();
     let mut out = json!({"file": name, "offset": input.offset, "records": records, "done": done});

@@ -164,10 +164,19 @@ impl ServerHandler for McpServer {
     ) -> Result<(), McpError> {
         let principal = self.principal(&subscription.request_context().extensions)?;
         let sink = subscription.sink().clone();
+        let peer = subscription.request_context().peer.clone();
         let mut swaps = self.host.swaps();
+        // The client going away does not cancel a subscription: look, so that a closed stdin
+        // ends the server at once rather than after rmcp's drain timeout.
+        let mut closed_check = tokio::time::interval(std::time::Duration::from_millis(200));
         loop {
             tokio::select! {
                 () = subscription.cancelled() => return Ok(()),
+                _ = closed_check.tick() => {
+                    if peer.is_transport_closed() {
+                        return Ok(());
+                    }
+                }
                 swapped = swaps.recv() => match swapped {
                     Ok(tenant) if *tenant == *principal.tenant_id => {
                         if sink.notify_tool_list_changed().await.is_err() {

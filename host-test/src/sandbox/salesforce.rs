@@ -258,6 +258,7 @@ impl SalesforceData {
         };
         // Salesforce sets these itself (Name of people is compound: FirstName + LastName).
         let system_set = NOT_CREATEABLE.contains(&name)
+            || kind == "address"
             || (name == "Name" && matches!(object, "Contact" | "Lead" | "User"));
         let createable = !system_set;
         json!({
@@ -267,6 +268,7 @@ impl SalesforceData {
             "picklistValues": picklist,
             "referenceTo": reference.iter().collect::<Vec<_>>(),
             "relationshipName": name.strip_suffix("Id").filter(|_| reference.is_some()),
+            "compoundFieldName": compound_field_name(object, name),
         })
     }
 
@@ -524,6 +526,44 @@ fn param(query: Option<&str>, name: &str) -> Option<String> {
         .map(|(_, v)| v.into_owned())
 }
 
+/// The compound a field is part of, as describe reports it (`compoundFieldName`; SOAP API
+/// Developer Guide, "Compound Fields"): a person's name parts are parts of `Name`, an address's
+/// parts of the address with the same prefix, a geolocation's of the geolocation field.
+fn compound_field_name(object: &str, name: &str) -> Option<String> {
+    const NAME_PARTS: [&str; 5] = [
+        "FirstName",
+        "LastName",
+        "MiddleName",
+        "Suffix",
+        "Salutation",
+    ];
+    const ADDRESS_PARTS: [&str; 10] = [
+        "Street",
+        "City",
+        "State",
+        "PostalCode",
+        "Country",
+        "StateCode",
+        "CountryCode",
+        "Latitude",
+        "Longitude",
+        "GeocodeAccuracy",
+    ];
+    if matches!(object, "Contact" | "Lead" | "User") && NAME_PARTS.contains(&name) {
+        return Some("Name".into());
+    }
+    for geo in ["__Latitude__s", "__Longitude__s"] {
+        if let Some(base) = name.strip_suffix(geo) {
+            return Some(format!("{base}__c"));
+        }
+    }
+    ADDRESS_PARTS.iter().find_map(|part| {
+        let prefix = name.strip_suffix(part)?;
+        matches!(prefix, "Billing" | "Shipping" | "Mailing" | "Other")
+            .then(|| format!("{prefix}Address"))
+    })
+}
+
 /// A field's describe type and lookup target, from its name and a sample value.
 fn field_type(name: &str, sample: Option<&Value>) -> (&'static str, Option<String>) {
     let reference = |target: &str| ("reference", Some(target.to_string()));
@@ -541,6 +581,9 @@ fn field_type(name: &str, sample: Option<&Value>) -> (&'static str, Option<Strin
         "StageName" | "Industry" | "Status" | "Type" | "Priority" | "Origin" | "LeadSource"
         | "Rating" => ("picklist", None),
         _ => match sample {
+            // Compound address fields read as one object (SOAP API Developer Guide, "Address
+            // Compound Fields"), and cannot be written whole.
+            Some(Value::Object(_)) if name.ends_with("Address") => ("address", None),
             Some(Value::Bool(_)) => ("boolean", None),
             Some(Value::Number(n)) if n.is_i64() => ("int", None),
             Some(Value::Number(_)) => ("double", None),

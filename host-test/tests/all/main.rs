@@ -9,6 +9,7 @@ mod export;
 mod fixtures;
 mod governance;
 mod http_server;
+mod masking;
 mod mcp;
 mod network;
 mod security;

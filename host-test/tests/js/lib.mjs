@@ -39,7 +39,7 @@ export function makeWorkdir() {
 // The environment every crm-host gets: a one-record threshold, so a SOQL query writes its
 // result to a file and answers with a resource_link.
 export function serverEnv() {
-  return { ...process.env, CRM_FILE_THRESHOLD_RECORDS: '1' };
+  return { ...process.env, CRM_FILE_THRESHOLD_RECORDS: '1', NO_COLOR: '1' };
 }
 
 // `crm-host mcp` for one tenant (acme) with its own data and results folders.
@@ -130,7 +130,8 @@ export async function startHttpServer(crmHost, workdir, name = 'http') {
 
 export function tail(file, lines = 30) {
   try {
-    return readFileSync(file, 'utf8').split('\n').slice(-lines).join('\n');
+    // eslint-disable-next-line no-control-regex
+    return readFileSync(file, 'utf8').replace(/\x1b\[[0-9;]*m/g, '').split('\n').slice(-lines).join('\n');
   } catch {
     return '(no log)';
   }

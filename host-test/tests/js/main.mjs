@@ -1,13 +1,14 @@
 // Drives crm-host with real JavaScript MCP clients: the TypeScript SDK v1 and v2, the MCP
 // Inspector CLI, and the official conformance suite. Usage: node main.mjs <crm-host> [filter]
-// Runs the steps in order, stops at the first failure, and ends with `N passed, M failed`.
+// Runs the steps whose name contains the filter (all without one) in order, stops at the first
+// failure, and ends with `N passed, M failed`.
 
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 
 import { conformanceSteps } from './conformance.mjs';
 import { inspectorSteps } from './inspector.mjs';
-import { killAll, makeWorkdir, startHttpServer, tail } from './lib.mjs';
+import { CheckError, killAll, makeWorkdir, startHttpServer, tail } from './lib.mjs';
 import { sdkSteps } from './sdk.mjs';
 
 const STEP_TIMEOUT = 240_000;
@@ -51,7 +52,8 @@ async function main() {
       } catch (e) {
         failed += 1;
         console.log(`FAIL ${step.name} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
-        console.log(`     ${String(e?.stack ?? e).split('\n').join('\n     ')}`);
+        const shown = e instanceof CheckError ? e.message : String(e?.stack ?? e);
+        console.log(`     ${shown.split('\n').join('\n     ')}`);
         console.log(`     server log tail (${server.logPath}):\n${tail(server.logPath, 15)}`);
         break;
       }
@@ -64,7 +66,8 @@ async function main() {
     killAll();
   }
   console.log(`JavaScript clients: ${((Date.now() - started) / 1000).toFixed(1)} s`);
-  if (failed === 0) rmSync(workdir, { recursive: true, force: true });
+  // CRM_JS_KEEP=1 keeps the work folder (server logs, conformance results) after a pass too.
+  if (failed === 0 && !process.env.CRM_JS_KEEP) rmSync(workdir, { recursive: true, force: true });
   else console.log(`work folder kept: ${workdir}`);
   console.log(`${passed} passed, ${failed} failed`);
   process.exit(failed === 0 ? 0 : 1);

@@ -30,7 +30,8 @@ function transportFor(sdk, kind, target) {
 
 function clientFor(sdk, era) {
   if (sdk === 'v1') return new ClientV1(CLIENT_INFO, { capabilities: {} });
-  const versionNegotiation = era === 'modern' ? { mode: { pin: MODERN } } : { mode: 'legacy' };
+  const mode = { modern: { pin: MODERN }, auto: 'auto', legacy: 'legacy' }[era];
+  const versionNegotiation = { mode };
   return new ClientV2(CLIENT_INFO, { capabilities: {}, versionNegotiation });
 }
 
@@ -54,11 +55,19 @@ async function shown(promise, what) {
 export async function exerciseSdk(sdk, kind, era, target) {
   const client = clientFor(sdk, era);
   const transport = transportFor(sdk, kind, target);
+  let pid;
+  const start = transport.start.bind(transport);
+  transport.start = async () => {
+    await start();
+    pid = transport.pid ?? pid;
+  };
   try {
     await withTimeout(client.connect(transport, { timeout: START_TIMEOUT }), START_TIMEOUT + 5_000,
       `${sdk} ${kind} ${era}: connect`);
+    // 'auto' probes with server/discover and must find the modern era here.
     const negotiated = sdk === 'v2' ? client.getProtocolEra?.() : 'legacy';
-    check(negotiated === era, `negotiated the ${era} era, got ${negotiated}`);
+    const expected = era === 'auto' ? 'modern' : era;
+    check(negotiated === expected, `negotiated the ${expected} era, got ${negotiated}`);
     const version = client.getServerVersion?.();
     check(version?.name, `the server says who it is: ${JSON.stringify(version)}`);
 
@@ -77,19 +86,28 @@ export async function exerciseSdk(sdk, kind, era, target) {
       `resource of ${count} lines`;
   } finally {
     await withTimeout(client.close(), 15_000, 'close').catch(() => {});
+    await withTimeout(transport.close(), 15_000, 'close').catch(() => {});
+    // A stdio server the SDK could not close (say a connect that timed out) is killed here.
+    if (pid) {
+      try { process.kill(pid, 'SIGKILL'); } catch { /* already gone */ }
+    }
   }
 }
 
 // The combinations: v1 speaks only the 2025 era (initialize; it has no server/discover), v2
-// both eras, pinned so that a silent fallback to the other era cannot pass.
+// both eras, pinned so that a silent fallback to the other era cannot pass, and 'auto' (the
+// server/discover probe with fallback, on stdio a throwaway probe process first) must land on
+// 2026-07-28.
 export function sdkSteps(crmHost, workdir, http) {
   const combos = [
     ['v1', 'stdio', 'legacy'], ['v1', 'http', 'legacy'],
     ['v2', 'stdio', 'legacy'], ['v2', 'stdio', 'modern'],
     ['v2', 'http', 'legacy'], ['v2', 'http', 'modern'],
+    ['v2', 'stdio', 'auto'], ['v2', 'http', 'auto'],
   ];
+  const label = { legacy: '2025-11-25 era', modern: `${MODERN} era`, auto: `negotiated (auto) ${MODERN} era` };
   return combos.map(([sdk, kind, era]) => ({
-    name: `TypeScript SDK ${sdk} over ${kind}, ${era === 'modern' ? MODERN : '2025-11-25'} era`,
+    name: `TypeScript SDK ${sdk} over ${kind}, ${label[era]}`,
     run: () => exerciseSdk(sdk, kind, era,
       kind === 'stdio' ? stdioServer(crmHost, workdir, `sdk-${sdk}-${era}`) : http().url),
   }));

@@ -101,6 +101,8 @@ impl Tool for ListOwners {
             query.push(("after", after));
         }
         if let Some(email) = input.email.filter(|e| !e.trim().is_empty()) {
+            // An answer or none would say whether a masked e-mail is this one.
+            session.config()?.policy.refuse_masked(["email"])?;
             query.push(("email", email.trim().to_string()));
         }
         let page: Page<Owner> = client::send_for(

@@ -78,6 +78,9 @@ impl Tool for SearchRecords {
             .chain(input.sorts.iter().map(|s| &s.property))
             .chain(&input.properties);
         policy.refuse_masked(named.map(PropertyName::as_str))?;
+        if input.query.as_deref().is_some_and(|q| !q.trim().is_empty()) {
+            policy.refuse_masked_free_text(input.object_type.as_str())?;
+        }
         policy.refuse_over_max(input.limit.unwrap_or(0).into())?;
         if input.to_file {
             // Everything an export cannot take is refused before anything is sent.

@@ -116,12 +116,33 @@ impl Gate {
         json_response(StatusCode::OK, &body)
     }
 
+    /// Whether a browser `Origin` may call: one given with `--allow-origin`, or the server's
+    /// own (the public URL's origin; on loopback, the same port under any loopback name), as a
+    /// page the server itself serves would send.
+    pub fn origin_allowed(&self, origin: &str) -> bool {
+        if self.allowed_origins.iter().any(|a| a == origin) {
+            return true;
+        }
+        let own = self.origin();
+        if origin.eq_ignore_ascii_case(&own) {
+            return true;
+        }
+        let loopback = |host: &str| matches!(host, "127.0.0.1" | "localhost" | "[::1]");
+        let public_loopback = self.public_url.host_str().is_some_and(loopback);
+        match Url::parse(origin) {
+            Ok(asked) if public_loopback => {
+                asked.scheme() == self.public_url.scheme()
+                    && asked.host_str().is_some_and(loopback)
+                    && asked.port_or_known_default() == self.public_url.port_or_known_default()
+            }
+            _ => false,
+        }
+    }
+
     /// The principal of a request, or why it is refused.
     pub async fn admit<B>(&self, request: &Request<B>) -> Result<Principal, Refusal> {
         if let Some(origin) = request.headers().get(header::ORIGIN) {
-            let allowed = origin
-                .to_str()
-                .is_ok_and(|o| self.allowed_origins.iter().any(|a| a == o));
+            let allowed = origin.to_str().is_ok_and(|o| self.origin_allowed(o));
             if !allowed {
                 return Err(Refusal::ForeignOrigin);
             }
@@ -187,6 +208,24 @@ mod tests {
             .unwrap();
         assert!(value.contains("https://crm.example.com/.well-known/oauth-protected-resource/mcp"));
         assert!(value.contains("invalid_token"));
+    }
+
+    #[test]
+    fn the_servers_own_origin_is_allowed_and_others_only_when_listed() {
+        let mut local = gate("http://127.0.0.1:9000/mcp");
+        assert!(local.origin_allowed("http://127.0.0.1:9000"));
+        assert!(local.origin_allowed("http://localhost:9000"));
+        assert!(!local.origin_allowed("http://localhost:9001"));
+        assert!(!local.origin_allowed("https://evil.example"));
+        assert!(!local.origin_allowed("null"));
+        local
+            .allowed_origins
+            .push("https://assistant.example".into());
+        assert!(local.origin_allowed("https://assistant.example"));
+        let public = gate("https://crm.example.com/mcp");
+        assert!(public.origin_allowed("https://crm.example.com"));
+        assert!(!public.origin_allowed("http://localhost:443"));
+        assert!(!public.origin_allowed("https://crm.example.com.evil.example"));
     }
 
     #[test]
