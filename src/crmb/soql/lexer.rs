@@ -199,7 +199,7 @@ impl<'a> Lexer<'a> {
             '(' => Some(Kind::LParen),
             ')' => Some(Kind::RParen),
             ',' => Some(Kind::Comma),
-            '.' => Some(Kind::Dot),
+            '.' if !self.peek_is(1, |c| c.is_ascii_digit()) => Some(Kind::Dot),
             '*' => Some(Kind::Star),
             _ => None,
         };
@@ -207,10 +207,14 @@ impl<'a> Lexer<'a> {
             self.bump();
             return Ok(kind);
         }
+        let digit = |c: char| c.is_ascii_digit();
+        let fraction_at = |ahead| self.peek(ahead) == Some('.') && self.peek_is(ahead + 1, digit);
         match c {
             c if c.is_ascii_alphabetic() || c == '_' => self.lex_word(),
             c if c.is_ascii_digit() => self.lex_number_or_date(),
-            '-' if self.peek_is(1, |c| c.is_ascii_digit()) => self.lex_number_or_date(),
+            // `.5`, and signed numbers: `-7`, `+5`, `-.5` (Salesforce reads them all).
+            '.' if self.peek_is(1, digit) => self.lex_number_or_date(),
+            '-' | '+' if self.peek_is(1, digit) || fraction_at(1) => self.lex_number_or_date(),
             '\'' => self.lex_string(),
             '=' | '!' | '<' | '>' => self.lex_operator(),
             _ => Err(SoqlError::at(start, self.unexpected_char_reason(c))),
@@ -224,6 +228,17 @@ impl<'a> Lexer<'a> {
         let word = &self.src[start_byte..self.byte_offset()];
         if self.peek(0) == Some(':') {
             return self.lex_date_literal_n(word);
+        }
+        // `NEXT_N_DAYS :5`: Salesforce lets whitespace stand before the colon.
+        if is_n_date_literal(word) {
+            let mut ahead = 0;
+            while self.peek_is(ahead, |c| matches!(c, ' ' | '\t' | '\n' | '\r')) {
+                ahead += 1;
+            }
+            if ahead > 0 && self.peek(ahead) == Some(':') {
+                self.skip_whitespace();
+                return self.lex_date_literal_n(word);
+            }
         }
         if is_currency_amount(word)
             && self.peek(0) == Some('.')
@@ -243,6 +258,7 @@ impl<'a> Lexer<'a> {
             return Err(SoqlError::at(colon, self.unexpected_char_reason(':')));
         }
         self.bump();
+        self.skip_whitespace();
         let digits_at = self.pos;
         if self.skip_while(|c| c.is_ascii_digit()) == 0 {
             return Err(SoqlError::at(
@@ -262,9 +278,9 @@ impl<'a> Lexer<'a> {
     /// Numbers (`42`, `-7`, `3.14`), dates and datetimes, all unquoted in SOQL.
     pub(super) fn lex_number_or_date(&mut self) -> Result<Kind, SoqlError> {
         let start = self.pos;
-        let negative = self.eat('-');
+        let signed = self.eat('-') || self.eat('+');
         let digits = self.skip_while(|c| c.is_ascii_digit());
-        let kind = if !negative && digits == 4 && self.peek(0) == Some('-') {
+        let kind = if !signed && digits == 4 && self.peek(0) == Some('-') {
             self.lex_date_after_year(start)?
         } else {
             if self.peek(0) == Some('.') && self.peek_is(1, |c| c.is_ascii_digit()) {
@@ -294,7 +310,8 @@ impl<'a> Lexer<'a> {
         if !(1..=12).contains(&month) || !(1..=31).contains(&day) {
             return Err(malformed());
         }
-        if !(self.peek(0) == Some('T') && self.peek_is(1, |c| c.is_ascii_digit())) {
+        // The separator and the UTC mark in either case, as Salesforce reads them.
+        if !(self.peek_is(0, |c| c == 'T' || c == 't') && self.peek_is(1, |c| c.is_ascii_digit())) {
             return Ok(Kind::Date);
         }
         self.bump();
@@ -311,9 +328,10 @@ impl<'a> Lexer<'a> {
         Ok(Kind::DateTime)
     }
 
-    /// `Z`, or an offset `+hh:mm` / `-hh:mm`, which Salesforce requires on every datetime.
+    /// `Z`, or an offset `+hh:mm` / `-hh:mm` / `+hhmm`, which Salesforce requires on every
+    /// datetime (its own answers write `+0000`).
     pub(super) fn lex_time_zone(&mut self, start: Pos) -> Result<(), SoqlError> {
-        if self.eat('Z') {
+        if self.eat('Z') || self.eat('z') {
             return Ok(());
         }
         if !(self.eat('+') || self.eat('-')) {
@@ -324,7 +342,11 @@ impl<'a> Lexer<'a> {
             ));
         }
         let hours = self.digits(2);
-        let minutes = self.colon_then_digits(2);
+        let minutes = if self.peek(0) == Some(':') {
+            self.colon_then_digits(2)
+        } else {
+            self.digits(2)
+        };
         match (hours, minutes) {
             (Some(h), Some(m)) if h <= 23 && m <= 59 => Ok(()),
             _ => Err(SoqlError::at(start, MALFORMED_DATE)),
@@ -376,6 +398,12 @@ impl<'a> Lexer<'a> {
                 Some('\'') => {
                     self.bump();
                     return Ok(Kind::Str);
+                }
+                Some('\n' | '\r') => {
+                    return Err(SoqlError::at(
+                        self.pos,
+                        "a string cannot span lines: write a line break inside it as \\n",
+                    ));
                 }
                 Some('\\') => {
                     self.bump();

@@ -35,6 +35,23 @@ pub(super) struct SelectItem {
     pub(super) plain_field: bool,
     /// `FIELDS(ALL)` or `FIELDS(CUSTOM)`: an unbounded field set, which needs LIMIT <= 200.
     pub(super) unbounded_fields: bool,
+    /// `COUNT()`: counts rows, and must stand alone.
+    pub(super) count_rows: bool,
+    /// An alias followed it.
+    pub(super) aliased: bool,
+}
+
+impl SelectItem {
+    /// A child subquery or TYPEOF: nothing the list rules look at.
+    pub(super) fn other() -> Self {
+        SelectItem {
+            aggregate: false,
+            plain_field: false,
+            unbounded_fields: false,
+            count_rows: false,
+            aliased: false,
+        }
+    }
 }
 
 /// A recursive-descent parser over the SELECT grammar; it records what [`ValidatedQuery`]
@@ -270,15 +287,35 @@ impl<'a> Parser<'a> {
         if self.eat_word("WHERE") {
             self.parse_condition()?;
         }
-        if self.at_word("WITH") {
+        // `WITH DATA CATEGORY ... WITH SECURITY_ENFORCED`: one WITH per filter.
+        while self.at_word("WITH") {
             self.parse_with()?;
         }
         let grouped = self.at_word("GROUP") && self.peek_at(1).is_word("BY");
         if grouped {
             self.parse_group_by()?;
         }
+        let having = self.peek();
         if self.eat_word("HAVING") {
+            if !grouped {
+                return Err(self.error_at(
+                    having,
+                    "HAVING filters groups and needs a GROUP BY before it: add GROUP BY, or \
+                     move the condition into WHERE",
+                ));
+            }
             self.parse_condition()?;
+        }
+        if kind == QueryKind::SemiJoin {
+            let token = self.peek();
+            let ordered = token.is_word("ORDER") && self.peek_at(1).is_word("BY");
+            if ordered || token.is_word("LIMIT") {
+                return Err(self.error_at(
+                    token,
+                    "a semi-join or anti-join subquery (IN or NOT IN (SELECT ...)) can't have \
+                     ORDER BY or LIMIT: remove it from the subquery",
+                ));
+            }
         }
         if self.at_word("ORDER") && self.peek_at(1).is_word("BY") {
             self.parse_order_by()?;

@@ -177,7 +177,7 @@ fn condition() -> impl Strategy<Value = String> {
         field,
         prop::sample::select(vec!["=", "!=", "<", ">=", "LIKE"]),
         prop_oneof![
-            "'([^'\\\\]|\\\\'|\\\\\\\\){0,8}'",
+            "'([^'\\\\\r\n]|\\\\'|\\\\\\\\){0,8}'",
             "-?[0-9]{1,4}(\\.[0-9]{1,2})?",
             Just("TODAY".to_owned()),
             Just("null".to_owned()),

@@ -38,6 +38,19 @@ use super::*;
 
 /// Queries that must be accepted.
 pub(super) const VALID: &[&str] = &[
+    // What Salesforce's grammar accepts and we once refused (issue 21): datetimes as Salesforce
+    // itself writes them (+0000) and in lower case, numbers with a bare fraction or a plus
+    // sign, space before a date literal's colon, ordinary words as aliases and object names,
+    // and one WITH per filter.
+    "SELECT Id FROM Account WHERE CreatedDate > 2017-04-05T10:41:42.000+0000",
+    "SELECT Id FROM Account WHERE CreatedDate > 2017-04-05t10:41:42z",
+    "SELECT Id FROM Opportunity WHERE Probability > .5 AND Amount > -.5 AND Amount < +5",
+    "SELECT Id FROM Opportunity WHERE CloseDate = NEXT_N_DAYS :5",
+    "SELECT COUNT_DISTINCT(Company) distinct FROM Lead",
+    "SELECT COUNT(Id) Is FROM Account",
+    "SELECT Id FROM Offset",
+    "SELECT Title FROM KnowledgeArticleVersion WHERE PublishStatus = 'online' WITH DATA CATEGORY Geography__c AT usa__c WITH SECURITY_ENFORCED",
+    "SELECT Id FROM Account WHERE Name LIKE 'a\\%b'",
     // SOQL SELECT Examples
     "SELECT Id, Name, BillingCity FROM Account",
     "SELECT Id FROM Contact WHERE Name LIKE 'A%' AND MailingCity = 'California'",
@@ -247,6 +260,67 @@ pub(super) const VALID: &[&str] = &[
 
 /// Queries that must be refused, with a part of the reason that says what to change.
 const INVALID: &[(&str, &str)] = &[
+    // What Salesforce's grammar refuses and we once let through (issue 21), each refusal
+    // saying what to write instead.
+    (
+        "SELECT Id FROM Account WHERE Name = 'A' AND NOT Industry = 'B'",
+        "A AND (NOT B)",
+    ),
+    (
+        "SELECT Id FROM Account WHERE NOT Name = 'A' OR Industry = 'B'",
+        "(NOT A) OR B",
+    ),
+    ("SELECT Id, Limit FROM Account", "LIMIT is a reserved word"),
+    (
+        "SELECT Id FROM Account WHERE Name = 'a\\%b'",
+        "LIKE patterns only",
+    ),
+    (
+        "SELECT COUNT(Id, Name) FROM Account",
+        "COUNT() takes no argument or one field",
+    ),
+    (
+        "SELECT SUM() FROM Opportunity",
+        "SUM() takes exactly one argument",
+    ),
+    (
+        "SELECT COUNT(Id) FROM Account HAVING COUNT(Id) > 1",
+        "needs a GROUP BY",
+    ),
+    (
+        "SELECT Id FROM Account WHERE Id IN (SELECT AccountId FROM Contact ORDER BY Name)",
+        "can't have ORDER BY or LIMIT",
+    ),
+    (
+        "SELECT Id FROM Account WHERE Id IN (SELECT AccountId FROM Contact LIMIT 5)",
+        "can't have ORDER BY or LIMIT",
+    ),
+    ("SELECT COUNT(), Name FROM Account", "must be alone"),
+    ("SELECT Name, COUNT() FROM Account", "must be alone"),
+    (
+        "SELECT COUNT() total FROM Account",
+        "COUNT() takes no alias",
+    ),
+    (
+        "SELECT Id FROM Account ORDER BY FIELDS(ALL)",
+        "only works in the SELECT list",
+    ),
+    (
+        "SELECT Id FROM Account WHERE CreatedDate = LAST_N_DAYS",
+        "LAST_N_DAYS:30",
+    ),
+    (
+        "SELECT Type, Industry, COUNT(Id) FROM Account GROUP BY ROLLUP(Type), Industry",
+        "can't be mixed",
+    ),
+    (
+        "SELECT Id FROM Account WHERE Id IN (SELECT AccountId a FROM Contact)",
+        "takes no alias",
+    ),
+    (
+        "SELECT Id FROM Account WHERE Name = 'line\nbreak'",
+        "cannot span lines",
+    ),
     // FIELDS(ALL) and FIELDS(CUSTOM) are unbounded and need LIMIT 200 or less (SOQL and SOSL
     // Reference, "FIELDS()", Bounded and Unbounded Queries); FIELDS(STANDARD) does not.
     ("SELECT FIELDS(ALL) FROM Account", "need LIMIT 200 or less"),
@@ -807,7 +881,7 @@ fn reports_only_the_outer_limit() {
             Some(7),
         ),
         (
-            "SELECT Id FROM Account WHERE Id IN (SELECT AccountId FROM Contact LIMIT 3)",
+            "SELECT Id, (SELECT Id FROM Contacts LIMIT 3) FROM Account",
             None,
         ),
         (
@@ -859,4 +933,29 @@ fn lexer_errors_before_the_statement_word_still_name_dml() {
     // also contains something the lexer rejects.
     let reason = reason_of("DELETE FROM Account WHERE Name = \"x\"").unwrap();
     assert!(reason.contains("DELETE changes data"), "{reason}");
+}
+
+#[test]
+fn every_sql_habit_hint_still_fires_on_the_sql_it_is_for() {
+    for (query, hint) in [
+        ("SELECT * FROM Account", "SELECT * is not SOQL"),
+        ("SELECT DISTINCT Name FROM Account", "SOQL has no DISTINCT"),
+        ("SELECT TOP 5 Name FROM Account", "SOQL has no TOP"),
+        (
+            "SELECT Name FROM Account JOIN Contact ON Id = AccountId",
+            "SOQL has no JOIN",
+        ),
+        (
+            "SELECT COUNT(Id) AS total FROM Account",
+            "aliases don't use AS",
+        ),
+        ("SELECT Name AS n FROM Account", "aliases don't use AS"),
+        (
+            "SELECT Id FROM Account WHERE Name IS NULL",
+            "SOQL has no IS NULL",
+        ),
+    ] {
+        let reason = reason_of(query).unwrap_or_default();
+        assert!(reason.contains(hint), "{query}: {reason}");
+    }
 }

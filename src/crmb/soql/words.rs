@@ -45,6 +45,43 @@ pub(super) fn is_value_word(word: &str) -> bool {
         || is_currency_amount(word)
 }
 
+/// How many arguments SOQL's own functions take (least, most); `None` for names it does not
+/// define (Salesforce judges those). From the SOQL and SOSL Reference: Aggregate Functions,
+/// Date Functions, FORMAT(), convertCurrency(), toLabel(), GROUPING(), FIELDS(), Location-Based
+/// SOQL Queries (DISTANCE, GEOLOCATION).
+pub(super) fn function_arity(name: &str) -> Option<(usize, usize)> {
+    let upper = name.to_ascii_uppercase();
+    let arity = match upper.as_str() {
+        "COUNT" => (0, 1),
+        "COUNT_DISTINCT" | "SUM" | "AVG" | "MIN" | "MAX" | "FORMAT" | "CONVERTCURRENCY"
+        | "TOLABEL" | "GROUPING" | "FIELDS" | "DAY_ONLY" | "CONVERTTIMEZONE" => (1, 1),
+        "GEOLOCATION" => (2, 2),
+        "DISTANCE" => (3, 3),
+        "ROLLUP" | "CUBE" => (1, usize::MAX),
+        _ if upper.starts_with("CALENDAR_")
+            || upper.starts_with("FISCAL_")
+            || upper.starts_with("DAY_IN_")
+            || upper.starts_with("WEEK_IN_")
+            || upper == "HOUR_IN_DAY" =>
+        {
+            (1, 1)
+        }
+        _ => return None,
+    };
+    Some(arity)
+}
+
+/// Whether a string literal (quotes included) holds a `\%` or `\_` escape.
+pub(super) fn has_like_escape(literal: &str) -> bool {
+    let mut chars = literal.chars();
+    while let Some(c) = chars.next() {
+        if c == '\\' && matches!(chars.next(), Some('%' | '_')) {
+            return true;
+        }
+    }
+    false
+}
+
 pub(super) fn is_aggregate_function(name: &str) -> bool {
     AGGREGATE_FUNCTIONS
         .iter()

@@ -40,7 +40,7 @@ impl<'a> Parser<'a> {
 
     pub(super) fn parse_from_object(&mut self) -> Result<String, SoqlError> {
         let token = self.peek();
-        if token.kind != Kind::Ident || self.is_clause_start(0) {
+        if token.kind != Kind::Ident || self.starts_clause_instead_of_object() {
             return Err(self.error_at(
                 token,
                 format!(
@@ -50,6 +50,20 @@ impl<'a> Parser<'a> {
             ));
         }
         self.parse_path("an object name")
+    }
+
+    /// Whether the word after FROM begins a clause rather than naming an object: a reserved
+    /// word does, and so does a clause word with what its clause needs after it (`ORDER BY`,
+    /// `OFFSET 5`, `FOR VIEW`); otherwise `Offset` or `Update` may be an object's name.
+    fn starts_clause_instead_of_object(&self) -> bool {
+        let token = self.peek();
+        let next = self.peek_at(1);
+        // GROUP is reserved, yet `Group` is a standard object (queues and public groups).
+        (token.is_any_word(RESERVED_WORDS) && !token.is_word("GROUP"))
+            || (token.is_any_word(&["ORDER", "GROUP"]) && next.is_word("BY"))
+            || (token.is_word("OFFSET") && next.kind == Kind::Number)
+            || (token.is_word("FOR") && next.is_any_word(&["VIEW", "REFERENCE", "UPDATE"]))
+            || (token.is_word("UPDATE") && next.is_any_word(&["TRACKING", "VIEWSTAT"]))
     }
 
     pub(super) fn parse_using_scope(&mut self) -> Result<(), SoqlError> {
@@ -143,6 +157,9 @@ impl<'a> Parser<'a> {
     /// A WHERE or HAVING condition. SOQL refuses AND and OR mixed at one level without
     /// parentheses, so that is checked here with a clearer message than Salesforce's.
     pub(super) fn parse_condition(&mut self) -> Result<(), SoqlError> {
+        // SOQL's grammar takes NOT only before a whole condition at its level: beside AND or
+        // OR it needs parentheses (`A AND (NOT B)`, `(NOT A) OR B`).
+        let negated = self.at_word("NOT").then(|| self.peek());
         self.parse_unary_condition()?;
         let mut connector: Option<&str> = None;
         loop {
@@ -154,6 +171,15 @@ impl<'a> Parser<'a> {
             } else {
                 return Ok(());
             };
+            if let Some(not) = negated {
+                return Err(self.error_at(
+                    not,
+                    format!(
+                        "NOT next to {word} needs parentheses: write (NOT A) {word} B to negate \
+                         one condition, or NOT (A {word} B) to negate both"
+                    ),
+                ));
+            }
             if connector.is_some_and(|previous| previous != word) {
                 return Err(self.error_at(
                     token,
@@ -163,6 +189,13 @@ impl<'a> Parser<'a> {
             }
             connector = Some(word);
             self.advance();
+            let not = self.peek();
+            if not.is_word("NOT") {
+                return Err(self.error_at(
+                    not,
+                    format!("NOT after {word} needs parentheses: write A {word} (NOT B)"),
+                ));
+            }
             self.parse_unary_condition()?;
         }
     }
@@ -194,7 +227,11 @@ impl<'a> Parser<'a> {
     pub(super) fn parse_comparison(&mut self) -> Result<(), SoqlError> {
         self.parse_operand("a condition such as Name = 'Acme'")?;
         let operator = self.peek();
-        if operator.kind == Kind::Op || operator.is_word("LIKE") {
+        if operator.is_word("LIKE") {
+            self.advance();
+            return self.parse_like_pattern();
+        }
+        if operator.kind == Kind::Op {
             self.advance();
             return self.parse_value();
         }
@@ -286,11 +323,32 @@ impl<'a> Parser<'a> {
         self.expect_close(open)
     }
 
+    /// The value after LIKE: the one place `\%` and `\_` mean something.
+    pub(super) fn parse_like_pattern(&mut self) -> Result<(), SoqlError> {
+        if self.at(Kind::Str) {
+            self.advance();
+            return Ok(());
+        }
+        self.parse_value()
+    }
+
     /// A literal on the right of a comparison. SOQL compares fields with literals only, so a
     /// bare word must be a boolean, null, a date literal or a currency amount.
     pub(super) fn parse_value(&mut self) -> Result<(), SoqlError> {
         let token = self.peek();
         match token.kind {
+            Kind::Str if has_like_escape(token.text) => Err(self.error_at(
+                token,
+                "\\% and \\_ are escapes for LIKE patterns only: elsewhere write % and _ as \
+                 they are",
+            )),
+            Kind::Ident if is_n_date_literal(token.text) => Err(self.error_at(
+                token,
+                format!(
+                    "{word} needs its number: write {word}:n, e.g. {word}:30",
+                    word = token.text.to_ascii_uppercase()
+                ),
+            )),
             Kind::Str
             | Kind::Number
             | Kind::Date
@@ -336,8 +394,27 @@ impl<'a> Parser<'a> {
     pub(super) fn parse_group_by(&mut self) -> Result<(), SoqlError> {
         self.advance();
         self.advance();
+        let mut rollup: Option<Token<'a>> = None;
+        let mut keys = 0;
         loop {
+            let key = self.peek();
+            if key.is_any_word(&["ROLLUP", "CUBE"]) && self.peek_at(1).kind == Kind::LParen {
+                rollup = Some(key);
+            }
             self.parse_operand("a field or function to group by")?;
+            keys += 1;
+            if let Some(rollup) = rollup
+                && keys > 1
+            {
+                let word = rollup.text.to_ascii_uppercase();
+                return Err(self.error_at(
+                    rollup,
+                    format!(
+                        "GROUP BY {word}(...) can't be mixed with other grouping keys: put every \
+                         field inside {word}( )"
+                    ),
+                ));
+            }
             if !self.eat(Kind::Comma) {
                 return Ok(());
             }

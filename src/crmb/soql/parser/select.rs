@@ -25,12 +25,37 @@ impl<'a> Parser<'a> {
         let mut aggregate = false;
         let mut unbounded = None;
         let mut count = 0;
+        let mut count_rows: Option<Token<'a>> = None;
         loop {
             let item_start = self.peek();
             let item = self.parse_select_item(kind)?;
             count += 1;
             if kind == QueryKind::SemiJoin && (!item.plain_field || count > 1) {
                 return Err(self.error_at(item_start, SEMI_JOIN_ONE_FIELD));
+            }
+            if kind == QueryKind::SemiJoin && item.aliased {
+                return Err(self.error_at(
+                    item_start,
+                    "the field of a semi-join or anti-join subquery takes no alias: remove it",
+                ));
+            }
+            if item.count_rows {
+                if item.aliased {
+                    return Err(self.error_at(
+                        item_start,
+                        "COUNT() takes no alias: write COUNT(Id) alias to name a count",
+                    ));
+                }
+                count_rows = Some(item_start);
+            }
+            if let Some(count_token) = count_rows
+                && count > 1
+            {
+                return Err(self.error_at(
+                    count_token,
+                    "COUNT() counts rows and must be alone in the SELECT list: use COUNT(Id) \
+                     beside other fields",
+                ));
             }
             aggregate |= item.aggregate;
             if item.unbounded_fields {
@@ -63,41 +88,41 @@ impl<'a> Parser<'a> {
             }
             Kind::LParen => {
                 self.parse_child_subquery()?;
-                Ok(SelectItem {
-                    aggregate: false,
-                    plain_field: false,
-                    unbounded_fields: false,
-                })
+                Ok(SelectItem::other())
             }
             Kind::Ident if token.is_word("TYPEOF") && next.kind == Kind::Ident => {
                 self.parse_typeof()?;
-                Ok(SelectItem {
-                    aggregate: false,
-                    plain_field: false,
-                    unbounded_fields: false,
-                })
+                Ok(SelectItem::other())
             }
             Kind::Ident if token.is_word("DISTINCT") && next.kind == Kind::Ident => {
+                Err(self.unexpected(token, "a field"))
+            }
+            Kind::Ident if token.is_word("TOP") && next.kind == Kind::Number => {
                 Err(self.unexpected(token, "a field"))
             }
             Kind::Ident if next.kind == Kind::LParen => {
                 let unbounded_fields = token.is_word("FIELDS")
                     && (self.peek_at(2).is_word("ALL") || self.peek_at(2).is_word("CUSTOM"));
+                let count_rows = token.is_word("COUNT") && self.peek_at(2).kind == Kind::RParen;
                 let aggregate = self.parse_function_call()?;
-                self.parse_optional_alias()?;
+                let aliased = self.parse_optional_alias()?;
                 Ok(SelectItem {
                     aggregate,
                     plain_field: false,
                     unbounded_fields,
+                    count_rows,
+                    aliased,
                 })
             }
             Kind::Ident => {
                 self.parse_path("a field name")?;
-                self.parse_optional_alias()?;
+                let aliased = self.parse_optional_alias()?;
                 Ok(SelectItem {
                     aggregate: false,
                     plain_field: true,
                     unbounded_fields: false,
+                    count_rows: false,
+                    aliased,
                 })
             }
             _ => Err(self.unexpected(
@@ -175,18 +200,26 @@ impl<'a> Parser<'a> {
     }
 
     /// An alias after a field or function (`COUNT(Id) total`); reserved words and clause
-    /// keywords are not aliases, they end the item.
-    pub(super) fn parse_optional_alias(&mut self) -> Result<(), SoqlError> {
+    /// keywords are not aliases, they end the item. Returns whether there was one. A word SQL
+    /// uses (`AS`, `DISTINCT`, `IS`) is an alias like any other unless another name follows it
+    /// (`COUNT(Id) AS total`): then it is the SQL habit, and the hint says what to write.
+    pub(super) fn parse_optional_alias(&mut self) -> Result<bool, SoqlError> {
         let token = self.peek();
         if token.kind != Kind::Ident || token.is_any_word(RESERVED_WORDS) || self.is_clause_start(0)
         {
-            return Ok(());
+            return Ok(false);
         }
-        if let Some(hint) = sql_habit_hint(&token) {
+        let next = self.peek_at(1);
+        let name_follows = next.kind == Kind::Ident
+            && !next.is_any_word(RESERVED_WORDS)
+            && !self.is_clause_start(1);
+        if let Some(hint) = sql_habit_hint(&token)
+            && name_follows
+        {
             return Err(self.error_at(token, hint));
         }
         self.advance();
-        Ok(())
+        Ok(true)
     }
 
     // --- names and functions -----------------------------------------------------------------
@@ -197,6 +230,7 @@ impl<'a> Parser<'a> {
         if first.kind != Kind::Ident {
             return Err(self.unexpected(first, expected));
         }
+        self.refuse_reserved(first, expected)?;
         self.advance();
         let mut path = first.text.to_owned();
         while self.eat(Kind::Dot) {
@@ -204,6 +238,7 @@ impl<'a> Parser<'a> {
             if segment.kind != Kind::Ident {
                 return Err(self.unexpected(segment, "a field or relationship name after '.'"));
             }
+            self.refuse_reserved(segment, "a field or relationship name after '.'")?;
             self.advance();
             path.push('.');
             path.push_str(segment.text);
@@ -211,27 +246,56 @@ impl<'a> Parser<'a> {
         Ok(path)
     }
 
-    /// `NAME(args)`; any name is accepted (Salesforce knows its functions). Returns whether an
-    /// aggregate function is used, here or nested in the arguments.
+    /// A reserved word (`LIMIT`, `FROM`, ...) can name no field, relationship or object.
+    fn refuse_reserved(&self, token: Token<'_>, expected: &str) -> Result<(), SoqlError> {
+        // `Group` is a standard object, whose name may also lead a path (Group.Name).
+        if !token.is_any_word(RESERVED_WORDS) || token.is_word("GROUP") {
+            return Ok(());
+        }
+        Err(self.error_at(
+            token,
+            format!(
+                "{} is a reserved word in SOQL and can't be a name here: expected {expected}",
+                token.text.to_ascii_uppercase()
+            ),
+        ))
+    }
+
+    /// `NAME(args)`; any name is accepted (Salesforce knows its functions), with the number of
+    /// arguments SOQL's own functions take. Returns whether an aggregate function is used,
+    /// here or nested in the arguments.
     pub(super) fn parse_function_call(&mut self) -> Result<bool, SoqlError> {
         let name = self.advance();
         let open = self.advance();
         let mut aggregate = is_aggregate_function(name.text);
-        if self.eat(Kind::RParen) {
-            return Ok(aggregate);
-        }
-        if self.at_word("SELECT") {
-            return Err(self.error_at(
-                name,
-                "a '(' after a name is read as a function call: put a ',' before a (SELECT ...) \
-                 subquery",
-            ));
-        }
-        loop {
-            aggregate |= self.parse_function_argument(name)?;
-            if !self.eat(Kind::Comma) {
-                break;
+        let mut arguments = 0;
+        if !self.at(Kind::RParen) {
+            if self.at_word("SELECT") {
+                return Err(self.error_at(
+                    name,
+                    "a '(' after a name is read as a function call: put a ',' before a (SELECT \
+                     ...) subquery",
+                ));
             }
+            loop {
+                aggregate |= self.parse_function_argument(name)?;
+                arguments += 1;
+                if !self.eat(Kind::Comma) {
+                    break;
+                }
+            }
+        }
+        if let Some((least, most)) = function_arity(name.text)
+            && !(least..=most).contains(&arguments)
+        {
+            let function = name.text.to_ascii_uppercase();
+            let takes = match (least, most) {
+                (0, 1) => "no argument or one field".to_owned(),
+                (n, m) if n == m && n == 1 => "exactly one argument".to_owned(),
+                (n, m) if n == m => format!("exactly {n} arguments"),
+                (n, _) => format!("at least {n} argument(s)"),
+            };
+            return Err(self.error_at(name, format!("{function}() takes {takes}, not {arguments}")));
         }
         self.expect_close(open)?;
         Ok(aggregate)
@@ -269,6 +333,12 @@ impl<'a> Parser<'a> {
             return Err(self.unexpected(token, expected));
         }
         if self.peek_at(1).kind == Kind::LParen {
+            if token.is_word("FIELDS") {
+                return Err(self.error_at(
+                    token,
+                    "FIELDS() only works in the SELECT list: name the fields here",
+                ));
+            }
             self.parse_function_call()?;
         } else {
             self.parse_path(expected)?;
