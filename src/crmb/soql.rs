@@ -25,10 +25,6 @@ const MAX_CHILD_DEPTH: usize = 4;
 /// 32 is far beyond any real query (Salesforce itself allows 5 levels of subqueries).
 pub const MAX_NESTING: usize = 32;
 
-/// Longest run of `NOT NOT ...` before one condition: each NOT is a level of the condition
-/// grammar, bounded like parentheses; real queries use one.
-pub const MAX_NOT_CHAIN: usize = 32;
-
 /// Functions whose use makes a query aggregate (its rows are groups, not records).
 const AGGREGATE_FUNCTIONS: &[&str] = &["COUNT", "COUNT_DISTINCT", "SUM", "AVG", "MIN", "MAX"];
 

@@ -417,12 +417,14 @@ impl<'a> Lexer<'a> {
     /// The character(s) after a backslash inside a string.
     pub(super) fn lex_escape(&mut self, escape_at: Pos) -> Result<(), SoqlError> {
         match self.peek(0) {
-            Some('n' | 'N' | 'r' | 'R' | 't' | 'T' | 'b' | 'B' | 'f' | 'F' | '"' | '\'' | '\\')
+            // Salesforce's parser takes these (its documentation also lists \f, which the
+            // parser refuses as an invalid escape: the parser is what the API runs).
+            Some('n' | 'N' | 'r' | 'R' | 't' | 'T' | 'b' | 'B' | '"' | '\'' | '\\')
             | Some('_' | '%') => {
                 self.bump();
                 Ok(())
             }
-            Some('u') => {
+            Some('u' | 'U') => {
                 self.bump();
                 for _ in 0..4 {
                     if !self.peek_is(0, |c| c.is_ascii_hexdigit()) {
@@ -442,7 +444,7 @@ impl<'a> Lexer<'a> {
                 escape_at,
                 format!(
                     "invalid escape sequence \\{other} in a string: the valid escapes are \\' \
-                     \\\" \\\\ \\n \\r \\t \\b \\f \\uXXXX, plus \\% and \\_ in LIKE patterns; \
+                     \\\" \\\\ \\n \\r \\t \\b \\uXXXX, plus \\% and \\_ in LIKE patterns; \
                      write a literal backslash as \\\\"
                 ),
             )),

@@ -124,11 +124,16 @@ impl<'a> Parser<'a> {
     }
 
     /// Whether the token `ahead` starts a clause (or FROM), which ends whatever came before.
+    /// OFFSET and FOR are ordinary words (an alias, an object's name) unless their clause
+    /// follows: a number, VIEW or REFERENCE.
     pub(super) fn is_clause_start(&self, ahead: usize) -> bool {
         let token = self.peek_at(ahead);
+        let next = self.peek_at(ahead + 1);
         token.is_any_word(&[
-            "FROM", "WHERE", "WITH", "USING", "HAVING", "LIMIT", "OFFSET", "FOR", "UPDATE",
-        ]) || (token.is_any_word(&["GROUP", "ORDER"]) && self.peek_at(ahead + 1).is_word("BY"))
+            "FROM", "WHERE", "WITH", "USING", "HAVING", "LIMIT", "UPDATE",
+        ]) || (token.is_any_word(&["GROUP", "ORDER"]) && next.is_word("BY"))
+            || (token.is_word("OFFSET") && matches!(next.kind, Kind::Number | Kind::Str))
+            || (token.is_word("FOR") && next.kind == Kind::Ident)
     }
 
     // --- errors ------------------------------------------------------------------------------

@@ -185,7 +185,7 @@ pub(super) const VALID: &[&str] = &[
     "SELECT Id FROM Account WHERE Name LIKE 'Ter\\%'",
     "SELECT Id FROM Account WHERE Name LIKE 'Ter\\%%'",
     "SELECT Id\nFROM Account\nWHERE Name = 'Bob\\'s BBQ'",
-    "SELECT Id FROM Account WHERE Name = 'a\\\\b\\n\\r\\t\\b\\f\\\"\\N\\R\\T\\B\\F \\u00e9' AND Site LIKE '100\\_\\%'",
+    "SELECT Id FROM Account WHERE Name = 'a\\\\b\\n\\r\\t\\b\\\"\\N\\R\\T\\B \\u00e9' AND Site LIKE '100\\_\\%'",
     // TYPEOF
     "SELECT TYPEOF What WHEN Account THEN Phone, NumberOfEmployees WHEN Opportunity THEN Amount, CloseDate ELSE Name, Email END FROM Event",
     "SELECT \n  TYPEOF What\n    WHEN Account THEN Phone, NumberOfEmployees\n    WHEN Opportunity THEN Amount, CloseDate\n    ELSE Name, Email\n  END\nFROM Event WHERE ID='00Ux0000000abcd'",
@@ -250,7 +250,7 @@ pub(super) const VALID: &[&str] = &[
     "SELECT Id FROM Account WHERE CreatedDate >= 2026-11-20T00:00:00.000+05:30 AND LastActivityDate = 2026-11-20",
     "SELECT Id FROM Opportunity WHERE (StageName = 'Won' OR StageName = 'Closed') AND (Amount > 1000 OR Probability > 50)",
     "SELECT Id FROM Opportunity WHERE NOT (StageName IN ('Won', 'Lost') OR Amount = null)",
-    "SELECT Name, (SELECT Id FROM Contacts ORDER BY LastName LIMIT 3) FROM Account WHERE Id IN (SELECT AccountId FROM Opportunity WHERE Amount > USD5000) LIMIT 10 FOR VIEW, REFERENCE",
+    "SELECT Name, (SELECT Id FROM Contacts ORDER BY LastName LIMIT 3) FROM Account WHERE Id IN (SELECT AccountId FROM Opportunity WHERE Amount > USD5000) LIMIT 10 FOR VIEW",
     "SELECT ns__Field__c, ns__Rel__r.Name FROM ns__X__c WHERE ns__Field__c != null",
     "SELECT Id FROM Order WHERE Status = 'Draft'",
     "SELECT Id, Name FROM Group WHERE Type = 'Queue'",
@@ -260,6 +260,25 @@ pub(super) const VALID: &[&str] = &[
 
 /// Queries that must be refused, with a part of the reason that says what to change.
 const INVALID: &[(&str, &str)] = &[
+    ("SELECT Id FROM Account FOR VIEW, REFERENCE", "keep one"),
+    (
+        "SELECT Id FROM Account WHERE Name = 'a\\fb'",
+        "invalid escape sequence \\f",
+    ),
+    (
+        "SELECT Id FROM Account WHERE NOT NOT Name = 'a'",
+        "NOT NOT is not SOQL",
+    ),
+    (
+        "SELECT COUNT('x') FROM Account",
+        "takes a field, not a value",
+    ),
+    ("SELECT Id, AS FROM Account", "aliases don't use AS"),
+    ("SELECT Id FROM Update", "UPDATE is a reserved word"),
+    (
+        "SELECT Name, COUNT(Id) FROM Account GROUP BY Name HAVING COUNT() > 1",
+        "COUNT() only works alone",
+    ),
     // What Salesforce's grammar refuses and we once let through (issue 21), each refusal
     // saying what to write instead.
     (

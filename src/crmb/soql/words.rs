@@ -71,6 +71,15 @@ pub(super) fn function_arity(name: &str) -> Option<(usize, usize)> {
     Some(arity)
 }
 
+/// Whether a function takes literal values as arguments: the location functions
+/// (`GEOLOCATION(37.7, -122.4)`, `DISTANCE(f, GEOLOCATION(...), 'mi')`) and functions SOQL does
+/// not define (Salesforce judges those); SOQL's own others take fields.
+pub(super) fn takes_literals(name: &str) -> bool {
+    name.eq_ignore_ascii_case("GEOLOCATION")
+        || name.eq_ignore_ascii_case("DISTANCE")
+        || function_arity(name).is_none()
+}
+
 /// Whether a string literal (quotes included) holds a `\%` or `\_` escape.
 pub(super) fn has_like_escape(literal: &str) -> bool {
     let mut chars = literal.chars();

@@ -201,19 +201,13 @@ impl<'a> Parser<'a> {
     }
 
     pub(super) fn parse_unary_condition(&mut self) -> Result<(), SoqlError> {
-        let mut nots = 0;
-        while self.at_word("NOT") {
-            if nots == MAX_NOT_CHAIN {
-                return Err(self.error_at(
-                    self.peek(),
-                    format!(
-                        "the condition chains NOT more than {MAX_NOT_CHAIN} times: two NOTs \
-                         cancel out, so keep one or none"
-                    ),
-                ));
-            }
-            nots += 1;
-            self.advance();
+        // One NOT at most before a condition: SOQL's grammar has no NOT NOT.
+        if self.eat_word("NOT") && self.at_word("NOT") {
+            return Err(self.error_at(
+                self.peek(),
+                "NOT NOT is not SOQL: two NOTs cancel out, so keep one or none (a NOT may stand \
+                 before a parenthesized condition that starts with NOT)",
+            ));
         }
         if self.at(Kind::LParen) {
             let open = self.advance();
@@ -233,6 +227,14 @@ impl<'a> Parser<'a> {
         }
         if operator.kind == Kind::Op {
             self.advance();
+            // `< =` and `> =`: Salesforce reads the two characters as one operator even with
+            // whitespace between them.
+            if matches!(operator.text, "<" | ">")
+                && self.peek().kind == Kind::Op
+                && self.peek().text == "="
+            {
+                self.advance();
+            }
             return self.parse_value();
         }
         if operator.is_word("IN") {
@@ -482,19 +484,19 @@ impl<'a> Parser<'a> {
             return Ok(());
         }
         let keyword = self.advance();
-        loop {
-            let purpose = self.peek();
-            if purpose.is_word("UPDATE") {
-                return Err(self.error_at(keyword, FOR_UPDATE_REFUSED));
-            }
-            if !purpose.is_any_word(&["VIEW", "REFERENCE"]) {
-                return Err(self.unexpected(purpose, "VIEW or REFERENCE after FOR"));
-            }
-            self.advance();
-            if !self.eat(Kind::Comma) {
-                return Ok(());
-            }
+        let purpose = self.peek();
+        if purpose.is_word("UPDATE") {
+            return Err(self.error_at(keyword, FOR_UPDATE_REFUSED));
         }
+        if !purpose.is_any_word(&["VIEW", "REFERENCE"]) {
+            return Err(self.unexpected(purpose, "VIEW or REFERENCE after FOR"));
+        }
+        self.advance();
+        let comma = self.peek();
+        if comma.kind == Kind::Comma {
+            return Err(self.error_at(comma, "FOR takes one of VIEW or REFERENCE: keep one"));
+        }
+        Ok(())
     }
 
     /// `UPDATE TRACKING` / `UPDATE VIEWSTAT` write article statistics, so they are refused.

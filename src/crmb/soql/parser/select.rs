@@ -86,12 +86,15 @@ impl<'a> Parser<'a> {
             Kind::LParen if kind == QueryKind::SemiJoin => {
                 Err(self.error_at(token, SEMI_JOIN_ONE_FIELD))
             }
+            // Salesforce's grammar lets an alias follow these too.
             Kind::LParen => {
                 self.parse_child_subquery()?;
+                self.parse_optional_alias()?;
                 Ok(SelectItem::other())
             }
             Kind::Ident if token.is_word("TYPEOF") && next.kind == Kind::Ident => {
                 self.parse_typeof()?;
+                self.parse_optional_alias()?;
                 Ok(SelectItem::other())
             }
             Kind::Ident if token.is_word("DISTINCT") && next.kind == Kind::Ident => {
@@ -213,8 +216,9 @@ impl<'a> Parser<'a> {
         let name_follows = next.kind == Kind::Ident
             && !next.is_any_word(RESERVED_WORDS)
             && !self.is_clause_start(1);
+        // AS is never an alias: SOQL has no AS at all.
         if let Some(hint) = sql_habit_hint(&token)
-            && name_follows
+            && (name_follows || token.is_word("AS"))
         {
             return Err(self.error_at(token, hint));
         }
@@ -248,8 +252,14 @@ impl<'a> Parser<'a> {
 
     /// A reserved word (`LIMIT`, `FROM`, ...) can name no field, relationship or object.
     fn refuse_reserved(&self, token: Token<'_>, expected: &str) -> Result<(), SoqlError> {
-        // `Group` is a standard object, whose name may also lead a path (Group.Name).
-        if !token.is_any_word(RESERVED_WORDS) || token.is_word("GROUP") {
+        // `Group` is a standard object, whose name may also lead a path (Group.Name); UPDATE
+        // is not on the reserved list, yet Salesforce's parser takes it as a keyword only.
+        let reserved = (token.is_any_word(RESERVED_WORDS) && !token.is_word("GROUP"))
+            || token.is_word("UPDATE");
+        if token.is_word("AS") {
+            return Err(self.unexpected(token, expected));
+        }
+        if !reserved {
             return Ok(());
         }
         Err(self.error_at(
@@ -318,10 +328,24 @@ impl<'a> Parser<'a> {
             | Kind::Date
             | Kind::DateTime
             | Kind::DateLiteralN
-            | Kind::Currency => {
+            | Kind::Currency
+                if takes_literals(function.text) =>
+            {
                 self.advance();
                 Ok(false)
             }
+            Kind::Str
+            | Kind::Number
+            | Kind::Date
+            | Kind::DateTime
+            | Kind::DateLiteralN
+            | Kind::Currency => Err(self.error_at(
+                token,
+                format!(
+                    "{}() takes a field, not a value: write the field's name",
+                    function.text.to_ascii_uppercase()
+                ),
+            )),
             _ => Err(self.unexpected(token, "a field, value or function inside the parentheses")),
         }
     }
@@ -337,6 +361,12 @@ impl<'a> Parser<'a> {
                 return Err(self.error_at(
                     token,
                     "FIELDS() only works in the SELECT list: name the fields here",
+                ));
+            }
+            if token.is_word("COUNT") && self.peek_at(2).kind == Kind::RParen {
+                return Err(self.error_at(
+                    token,
+                    "COUNT() only works alone in the SELECT list: write COUNT(Id) here",
                 ));
             }
             self.parse_function_call()?;
