@@ -549,7 +549,7 @@ async fn deep_nesting_is_refused_never_a_trap() {
     };
     for query in [
         deep("(", ")"),
-        deep("NOT ", ""),
+        deep("NOT (", ")"),
         format!(
             "SELECT {}Id{} FROM Account",
             "FORMAT(".repeat(2000),
@@ -564,6 +564,17 @@ async fn deep_nesting_is_refused_never_a_trap() {
         assert_eq!(kind, "invalid-input", "{message}");
         assert!(message.contains("more than 32"), "{message}");
     }
+    // A run of NOTs is refused at the second one, whatever its length.
+    let nots = deep("NOT ", "");
+    let (kind, message) = tool_error(
+        f.host
+            .call(call("t1", "crmb_run_soql_query", json!({"query": nots})))
+            .await,
+    );
+    assert_eq!(
+        (kind.as_str(), message.contains("NOT NOT")),
+        ("invalid-input", true)
+    );
     assert!(f.stub.requests().is_empty(), "nothing was sent");
 
     // A record nested 2,000 parents deep in an answer (written as text: a `Value` that deep

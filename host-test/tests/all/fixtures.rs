@@ -351,3 +351,31 @@ pub(crate) fn policy_section(text: &str) -> Vec<u8> {
 
 /// The smallest acceptable policy: nothing may be sent.
 pub(crate) const EMPTY_POLICY: &str = "version = 1\nheaders = []\nendpoint = []";
+
+/// Both sandbox tenants (acme and globex) in one host, each with its result files under
+/// `dir/<tenant>` and `settings` added.
+pub(crate) fn sandbox_tenants(dir: &std::path::Path, settings: &[(&str, &str)]) -> Arc<Host> {
+    let host = Arc::new(host_with(Arc::new(SandboxCrm::new()), &[]));
+    for tenant in ["acme", "globex"] {
+        let mut spec = SandboxCrm::tenant_spec(tenant);
+        spec.mappings = MappingLocation::Memory;
+        spec.results_dir = Some(dir.join(tenant));
+        spec.settings
+            .extend(settings.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        host.add_tenant(spec, plugin()).unwrap();
+    }
+    host
+}
+
+/// A tenants file for both sandbox tenants: `acme-token` acts for acme/alice and
+/// `globex-token` for globex/bob; `extra` is appended.
+pub(crate) fn two_tenants_file(extra: &str) -> String {
+    let hash = crm_host::mcp::tenants::token_hash;
+    format!(
+        "[[tenants]]\nid = \"acme\"\n[[tenants]]\nid = \"globex\"\n\
+         [[tokens]]\nsha256 = \"{}\"\ntenant = \"acme\"\nuser = \"alice\"\n\
+         [[tokens]]\nsha256 = \"{}\"\ntenant = \"globex\"\nuser = \"bob\"\n{extra}",
+        hash("acme-token"),
+        hash("globex-token"),
+    )
+}

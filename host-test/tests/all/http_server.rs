@@ -129,23 +129,8 @@ fn session_headers<'a>(auth: &'a str, session: &'a str) -> [(&'a str, &'a str); 
 
 /// The two sandbox tenants with a token each (plus `extra` in the tenants file), in process.
 async fn sandbox_server(dir: &Path, extra: &str) -> String {
-    let host = Arc::new(host_with(
-        Arc::new(crm_host::sandbox::SandboxCrm::new()),
-        &[],
-    ));
-    for tenant in ["acme", "globex"] {
-        let mut spec = crm_host::sandbox::SandboxCrm::tenant_spec(tenant);
-        spec.mappings = crm_host::mappings::MappingLocation::Memory;
-        spec.results_dir = Some(dir.join(tenant));
-        host.add_tenant(spec, plugin()).unwrap();
-    }
-    let file = format!(
-        "[[tenants]]\nid = \"acme\"\n[[tenants]]\nid = \"globex\"\n\
-         [[tokens]]\nsha256 = \"{}\"\ntenant = \"acme\"\nuser = \"alice\"\n\
-         [[tokens]]\nsha256 = \"{}\"\ntenant = \"globex\"\nuser = \"bob\"\n{extra}",
-        token_hash("acme-token"),
-        token_hash("globex-token"),
-    );
+    let host = sandbox_tenants(dir, &[]);
+    let file = two_tenants_file(extra);
     serve_in_process(host, &file).await
 }
 
@@ -473,19 +458,8 @@ impl ServeProcess {
         let dir = temp_dir(name);
         std::fs::create_dir_all(&dir).unwrap();
         let tenants = dir.join("tenants.toml");
-        std::fs::write(
-            &tenants,
-            format!(
-                "[[tenants]]\nid = \"acme\"\n[[tenants]]\nid = \"globex\"\n\
-                 [[tokens]]\nsha256 = \"{}\"\ntenant = \"acme\"\nuser = \"alice\"\n\
-                 [[tokens]]\nsha256 = \"{}\"\ntenant = \"globex\"\nuser = \"bob\"\n\
-                 [admin]\nsha256 = \"{}\"\n",
-                token_hash("acme-token"),
-                token_hash("globex-token"),
-                token_hash("operator-token"),
-            ),
-        )
-        .unwrap();
+        let admin = format!("[admin]\nsha256 = \"{}\"\n", token_hash("operator-token"));
+        std::fs::write(&tenants, two_tenants_file(&admin)).unwrap();
         let binary = env!("CARGO_BIN_EXE_crm-host");
         let mut command = match open_files {
             Some(n) => {

@@ -336,27 +336,9 @@ async fn http_server(dir: &std::path::Path) -> String {
     use crm_host::mcp::admin::{Admin, CredentialSource};
     use crm_host::mcp::http::{Gate, serve_with_admin};
     use crm_host::mcp::tenants::TenantsFile;
-    let host = Arc::new(host_with(
-        Arc::new(crm_host::sandbox::SandboxCrm::new()),
-        &[],
-    ));
-    for tenant in ["acme", "globex"] {
-        let mut spec = crm_host::sandbox::SandboxCrm::tenant_spec(tenant);
-        spec.mappings = crm_host::mappings::MappingLocation::Memory;
-        spec.results_dir = Some(dir.join(tenant));
-        spec.settings
-            .push(("CRM_FILE_THRESHOLD_RECORDS".into(), "1".into()));
-        host.add_tenant(spec, plugin()).unwrap();
-    }
+    let host = sandbox_tenants(dir, &[("CRM_FILE_THRESHOLD_RECORDS", "1")]);
     let hash = crm_host::mcp::tenants::token_hash;
-    let file = TenantsFile::parse(&format!(
-        "[[tenants]]\nid = \"acme\"\n[[tenants]]\nid = \"globex\"\n\
-         [[tokens]]\nsha256 = \"{}\"\ntenant = \"acme\"\nuser = \"alice\"\n\
-         [[tokens]]\nsha256 = \"{}\"\ntenant = \"globex\"\nuser = \"bob\"\n",
-        hash("acme-token"),
-        hash("globex-token")
-    ))
-    .unwrap();
+    let file = TenantsFile::parse(&two_tenants_file("")).unwrap();
     let scopes: Vec<String> = ALL_SCOPES.iter().map(|s| s.to_string()).collect();
     let tokens = file
         .tokens(&scopes, |t| {
