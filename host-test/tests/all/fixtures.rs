@@ -379,3 +379,13 @@ pub(crate) fn two_tenants_file(extra: &str) -> String {
         hash("globex-token"),
     )
 }
+
+/// The token table of a tenants file, every token granted the spec's scopes and each sandbox
+/// tenant's org for record links.
+pub(crate) fn sandbox_tokens(file: &str) -> crm_host::mcp::tenants::TokenTable {
+    let scopes: Vec<String> = ALL_SCOPES.iter().map(|s| s.to_string()).collect();
+    crm_host::mcp::tenants::TenantsFile::parse(file)
+        .unwrap()
+        .tokens(&scopes, |t| Some(SandboxCrm::instance_url(&t.id)))
+        .unwrap()
+}

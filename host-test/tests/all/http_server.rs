@@ -7,7 +7,7 @@ use crate::fixtures::*;
 use crate::mcp::{call, http_client, tool_error};
 use bytes::Bytes;
 use crm_host::mcp::http::{Gate, ServeOptions, serve_with};
-use crm_host::mcp::tenants::{TenantsFile, token_hash};
+use crm_host::mcp::tenants::token_hash;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
 use serde_json::{Value, json};
@@ -136,13 +136,7 @@ async fn sandbox_server(dir: &Path, extra: &str) -> String {
 
 /// Serves `host` over HTTP on loopback with the tenants file `file`; returns the MCP URL.
 async fn serve_in_process(host: Arc<crm_host::Host>, file: &str) -> String {
-    let scopes: Vec<String> = ALL_SCOPES.iter().map(|s| s.to_string()).collect();
-    let tokens = TenantsFile::parse(file)
-        .unwrap()
-        .tokens(&scopes, |t| {
-            Some(crm_host::sandbox::SandboxCrm::instance_url(&t.id))
-        })
-        .unwrap();
+    let tokens = sandbox_tokens(file);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let gate = Gate {

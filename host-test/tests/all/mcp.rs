@@ -335,16 +335,9 @@ async fn a_swap_during_a_session_loses_no_call_and_tells_the_client() {
 async fn http_server(dir: &std::path::Path) -> String {
     use crm_host::mcp::admin::{Admin, CredentialSource};
     use crm_host::mcp::http::{Gate, serve_with_admin};
-    use crm_host::mcp::tenants::TenantsFile;
     let host = sandbox_tenants(dir, &[("CRM_FILE_THRESHOLD_RECORDS", "1")]);
     let hash = crm_host::mcp::tenants::token_hash;
-    let file = TenantsFile::parse(&two_tenants_file("")).unwrap();
-    let scopes: Vec<String> = ALL_SCOPES.iter().map(|s| s.to_string()).collect();
-    let tokens = file
-        .tokens(&scopes, |t| {
-            Some(crm_host::sandbox::SandboxCrm::instance_url(&t.id))
-        })
-        .unwrap();
+    let tokens = sandbox_tokens(&two_tenants_file(""));
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let gate = Gate {
