@@ -136,6 +136,16 @@ export function generate({ seed = 20261124, variants = 2400, mutations = 1600 } 
     "SELECT FIELDS(ALL) FROM Account",
     "SELECT Id FROM Account OFFSET 2001",
     "DELETE FROM Account",
+    "SELECT Id FROM Account USING LOOKUP Foo BIND Name = 'x'",
+    "SELECT Id FROM Account USING LOOKUP Foo WHERE Name = 'x'",
+    "SELECT Id FROM Account WHERE A = 1 WITH SECURITY_ENFORCED BIND n = 'x', m = 2",
+    "SELECT Id FROM Account BIND n = 'x' ORDER BY Id",
+    "SELECT Id FROM Account BIND n = Name",
+    "SELECT Id FROM Account BIND n = 'x', m = 2",
+    "SELECT Id FROM Account Bind",
+    "SELECT Id FROM Account USING LOOKUP",
+    "SELECT Id FROM Account LIMIT 5 OFFSET 10 BIND n = 5 FOR VIEW",
+    "SELECT Id FROM Account WHERE FORMULA(Name) = 'x'",
     "SELECT Id FROM Account; DELETE FROM Account",
   ];
 

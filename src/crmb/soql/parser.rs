@@ -134,6 +134,9 @@ impl<'a> Parser<'a> {
         ]) || (token.is_any_word(&["GROUP", "ORDER"]) && next.is_word("BY"))
             || (token.is_word("OFFSET") && matches!(next.kind, Kind::Number | Kind::Str))
             || (token.is_word("FOR") && next.kind == Kind::Ident)
+            || (token.is_word("BIND")
+                && next.kind == Kind::Ident
+                && self.peek_at(ahead + 2).text == "=")
     }
 
     // --- errors ------------------------------------------------------------------------------
@@ -343,6 +346,9 @@ impl<'a> Parser<'a> {
         }
         if self.at_word("OFFSET") {
             self.parse_offset()?;
+        }
+        if self.at_word("BIND") && self.is_clause_start(0) {
+            self.parse_bind()?;
         }
         self.parse_for_clause()?;
         self.refuse_update_clause()?;

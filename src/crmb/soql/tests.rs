@@ -51,6 +51,8 @@ pub(super) const VALID: &[&str] = &[
     "SELECT Id FROM Offset",
     "SELECT Title FROM KnowledgeArticleVersion WHERE PublishStatus = 'online' WITH DATA CATEGORY Geography__c AT usa__c WITH SECURITY_ENFORCED",
     "SELECT Id FROM Account WHERE Name LIKE 'a\\%b'",
+    "SELECT Id FROM Account USING LOOKUP Foo BIND Name = 'x'",
+    "SELECT Id FROM Account BIND n = 'x', m = 2",
     // SOQL SELECT Examples
     "SELECT Id, Name, BillingCity FROM Account",
     "SELECT Id FROM Contact WHERE Name LIKE 'A%' AND MailingCity = 'California'",

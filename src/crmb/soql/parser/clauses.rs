@@ -66,18 +66,49 @@ impl<'a> Parser<'a> {
             || (token.is_word("UPDATE") && next.is_any_word(&["TRACKING", "VIEWSTAT"]))
     }
 
+    /// `USING SCOPE mine`, or `USING LOOKUP name` (whose values a BIND clause at the end
+    /// gives).
     pub(super) fn parse_using_scope(&mut self) -> Result<(), SoqlError> {
         self.advance();
-        self.expect_word("SCOPE", "SCOPE after USING, e.g. USING SCOPE mine")?;
-        let scope = self.peek();
-        if scope.kind != Kind::Ident || self.is_clause_start(0) {
-            return Err(self.error_at(
-                scope,
-                "USING SCOPE needs a scope name such as mine, team, everything or delegated",
-            ));
+        let lookup = self.eat_word("LOOKUP");
+        if !lookup {
+            self.expect_word(
+                "SCOPE",
+                "SCOPE or LOOKUP after USING, e.g. USING SCOPE mine",
+            )?;
+        }
+        let name = self.peek();
+        if name.kind != Kind::Ident || self.is_clause_start(0) {
+            let reason = if lookup {
+                "USING LOOKUP needs the lookup's name"
+            } else {
+                "USING SCOPE needs a scope name such as mine, team, everything or delegated"
+            };
+            return Err(self.error_at(name, reason));
         }
         self.advance();
         Ok(())
+    }
+
+    /// `BIND name = value, ...`: values for a query's lookups, after OFFSET and before FOR.
+    pub(super) fn parse_bind(&mut self) -> Result<(), SoqlError> {
+        self.advance();
+        loop {
+            let name = self.peek();
+            if name.kind != Kind::Ident || self.is_clause_start(0) {
+                return Err(self.unexpected(name, "a name after BIND, e.g. BIND name = 'value'"));
+            }
+            self.advance();
+            let equals = self.peek();
+            if !(equals.kind == Kind::Op && equals.text == "=") {
+                return Err(self.unexpected(equals, "'=' and a value after the BIND name"));
+            }
+            self.advance();
+            self.parse_value()?;
+            if !self.eat(Kind::Comma) {
+                return Ok(());
+            }
+        }
     }
 
     /// `WITH DATA CATEGORY ...`, `WITH SECURITY_ENFORCED | USER_MODE | SYSTEM_MODE`, and the

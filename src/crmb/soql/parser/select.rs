@@ -208,7 +208,11 @@ impl<'a> Parser<'a> {
     /// (`COUNT(Id) AS total`): then it is the SQL habit, and the hint says what to write.
     pub(super) fn parse_optional_alias(&mut self) -> Result<bool, SoqlError> {
         let token = self.peek();
-        if token.kind != Kind::Ident || token.is_any_word(RESERVED_WORDS) || self.is_clause_start(0)
+        // BIND is Salesforce's keyword even where its clause cannot follow.
+        if token.kind != Kind::Ident
+            || token.is_any_word(RESERVED_WORDS)
+            || token.is_word("BIND")
+            || self.is_clause_start(0)
         {
             return Ok(false);
         }
