@@ -437,6 +437,21 @@ async fn one_json_rpc_id_is_answered_once_per_session() {
     );
 }
 
+/// Raises this process's open-files soft limit to at least `wanted` (up to the hard limit).
+fn raise_open_files_limit(wanted: u64) {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit and setrlimit read and write one rlimit we own.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0 && limit.rlim_cur < wanted {
+            limit.rlim_cur = wanted.min(limit.rlim_max);
+            libc::setrlimit(libc::RLIMIT_NOFILE, &limit);
+        }
+    }
+}
+
 /// A `crm-host serve` process on the sandbox, stopped when dropped.
 struct ServeProcess {
     child: std::process::Child,
@@ -532,6 +547,8 @@ impl Drop for ServeProcess {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_thousand_idle_connections_neither_stop_the_server_nor_keep_others_out() {
+    // This test process holds the 2,000 client sockets: make room for them.
+    raise_open_files_limit(2_500);
     let mut server = ServeProcess::start(
         "serve-idle",
         &["--listen", "127.0.0.1:0", "--header-timeout-seconds", "30"],
