@@ -149,6 +149,9 @@ export function generate({ seed = 20261124, variants = 2400, mutations = 1600 } 
     "SELECT Id FROM Account; DELETE FROM Account",
   ];
 
+  // Past Salesforce's 100,000-character limit on a SOQL statement.
+  targeted.push(`SELECT Id FROM Account WHERE Name IN (${Array(12_500).fill("'abcdef'").join(', ')})`);
+
   const seen = new Set();
   const out = [];
   const add = (q) => {
