@@ -71,6 +71,12 @@ pub(super) fn function_arity(name: &str) -> Option<(usize, usize)> {
     Some(arity)
 }
 
+/// Words Salesforce's SOQL parser takes only as keywords, though the reserved-word page does
+/// not list them: no field, object, scope or alias may be named so.
+pub(super) const GRAMMAR_KEYWORDS: &[&str] = &[
+    "BY", "FOR", "ELSE", "CUBE", "ROLLUP", "TRUE", "FALSE", "BIND", "LOOKUP", "UPDATE",
+];
+
 /// Whether a function takes literal values as arguments: the location functions
 /// (`GEOLOCATION(37.7, -122.4)`, `DISTANCE(f, GEOLOCATION(...), 'mi')`) and functions SOQL does
 /// not define (Salesforce judges those); SOQL's own others take fields.

@@ -211,7 +211,7 @@ impl<'a> Parser<'a> {
         // BIND is Salesforce's keyword even where its clause cannot follow.
         if token.kind != Kind::Ident
             || token.is_any_word(RESERVED_WORDS)
-            || token.is_word("BIND")
+            || token.is_any_word(GRAMMAR_KEYWORDS)
             || self.is_clause_start(0)
         {
             return Ok(false);
@@ -259,7 +259,7 @@ impl<'a> Parser<'a> {
         // `Group` is a standard object, whose name may also lead a path (Group.Name); UPDATE
         // is not on the reserved list, yet Salesforce's parser takes it as a keyword only.
         let reserved = (token.is_any_word(RESERVED_WORDS) && !token.is_word("GROUP"))
-            || token.is_word("UPDATE");
+            || token.is_any_word(GRAMMAR_KEYWORDS);
         if token.is_word("AS") {
             return Err(self.unexpected(token, expected));
         }
