@@ -41,6 +41,8 @@ pub(super) enum Kind {
     Date,
     /// `2024-01-31T09:00:00Z`, `2024-01-31T09:00:00.000+05:30`
     DateTime,
+    /// `09:30:00Z`, `09:30:00.000+05:30`: a Time field's value.
+    Time,
     /// `LAST_N_DAYS:30` and the other `:n` date literals.
     DateLiteralN,
     /// A currency amount with decimals, `EUR100.50` (whole amounts lex as `Ident`).
@@ -208,13 +210,12 @@ impl<'a> Lexer<'a> {
             return Ok(kind);
         }
         let digit = |c: char| c.is_ascii_digit();
-        let fraction_at = |ahead| self.peek(ahead) == Some('.') && self.peek_is(ahead + 1, digit);
         match c {
             c if c.is_ascii_alphabetic() || c == '_' => self.lex_word(),
             c if c.is_ascii_digit() => self.lex_number_or_date(),
             // `.5`, and signed numbers: `-7`, `+5`, `-.5` (Salesforce reads them all).
             '.' if self.peek_is(1, digit) => self.lex_number_or_date(),
-            '-' | '+' if self.peek_is(1, digit) || fraction_at(1) => self.lex_number_or_date(),
+            '-' | '+' if self.sign_then_number() => self.lex_number_or_date(),
             '\'' => self.lex_string(),
             '=' | '!' | '<' | '>' => self.lex_operator(),
             _ => Err(SoqlError::at(start, self.unexpected_char_reason(c))),
@@ -254,6 +255,19 @@ impl<'a> Lexer<'a> {
     /// The `:n` after an N date literal; any other colon would be an Apex bind variable.
     pub(super) fn lex_date_literal_n(&mut self, word: &str) -> Result<Kind, SoqlError> {
         let colon = self.pos;
+        if is_fixed_date_literal(word) {
+            return Err(SoqlError::at(
+                colon,
+                format!(
+                    "{} takes no number: only the N date literals do, e.g. LAST_N_DAYS:30 \
+                     (remove ':' and what follows, or use the N form)",
+                    word.to_ascii_uppercase()
+                ),
+            ));
+        }
+        if !is_n_date_literal(word) && looks_like_date_literal(word) {
+            return Err(SoqlError::at(colon, unknown_date_literal(word)));
+        }
         if !is_n_date_literal(word) {
             return Err(SoqlError::at(colon, self.unexpected_char_reason(':')));
         }
@@ -275,13 +289,30 @@ impl<'a> Lexer<'a> {
         Ok(Kind::DateLiteralN)
     }
 
-    /// Numbers (`42`, `-7`, `3.14`), dates and datetimes, all unquoted in SOQL.
+    /// Whether a `-` or `+` here signs a number, whitespace between allowed (`- 5`, `+.5`):
+    /// Salesforce's grammar reads the sign as its own token.
+    fn sign_then_number(&self) -> bool {
+        let mut ahead = 1;
+        while self.peek_is(ahead, |c| matches!(c, ' ' | '\t' | '\n' | '\r')) {
+            ahead += 1;
+        }
+        let digit = |c: char| c.is_ascii_digit();
+        self.peek_is(ahead, digit)
+            || (self.peek(ahead) == Some('.') && self.peek_is(ahead + 1, digit))
+    }
+
+    /// Numbers (`42`, `-7`, `3.14`), dates, datetimes and times, all unquoted in SOQL.
     pub(super) fn lex_number_or_date(&mut self) -> Result<Kind, SoqlError> {
         let start = self.pos;
         let signed = self.eat('-') || self.eat('+');
+        if signed {
+            self.skip_whitespace();
+        }
         let digits = self.skip_while(|c| c.is_ascii_digit());
         let kind = if !signed && digits == 4 && self.peek(0) == Some('-') {
             self.lex_date_after_year(start)?
+        } else if !signed && digits == 2 && self.peek(0) == Some(':') {
+            self.lex_time_after_hour(start)?
         } else {
             if self.peek(0) == Some('.') && self.peek_is(1, |c| c.is_ascii_digit()) {
                 self.bump();
@@ -326,6 +357,34 @@ impl<'a> Lexer<'a> {
         }
         self.lex_time_zone(start)?;
         Ok(Kind::DateTime)
+    }
+
+    /// The rest of a time `hh:mm:ss[.fff](Z|+hh:mm|-hh:mm)`, the value of a Time field
+    /// (`StartTime__c > 09:30:00Z`); a bare `hh:mm` or a time without a zone is no SOQL.
+    pub(super) fn lex_time_after_hour(&mut self, start: Pos) -> Result<Kind, SoqlError> {
+        let malformed = || {
+            SoqlError::at(
+                start,
+                "malformed time: write times as hh:mm:ss with a time zone, e.g. 09:30:00Z or \
+                 09:30:00.000+05:30, without quotes",
+            )
+        };
+        let hour: u32 = self.src[self.byte_offset() - 2..self.byte_offset()]
+            .parse()
+            .map_err(|_| malformed())?;
+        let minute = self.colon_then_digits(2).ok_or_else(malformed)?;
+        let second = self.colon_then_digits(2).ok_or_else(malformed)?;
+        if hour > 23 || minute > 59 || second > 59 {
+            return Err(malformed());
+        }
+        if self.eat('.') && self.skip_while(|c| c.is_ascii_digit()) == 0 {
+            return Err(malformed());
+        }
+        if !self.peek_is(0, |c| matches!(c, 'Z' | 'z' | '+' | '-')) {
+            return Err(malformed());
+        }
+        self.lex_time_zone(start)?;
+        Ok(Kind::Time)
     }
 
     /// `Z`, or an offset `+hh:mm` / `-hh:mm` / `+hhmm`, which Salesforce requires on every
@@ -399,7 +458,9 @@ impl<'a> Lexer<'a> {
                     self.bump();
                     return Ok(Kind::Str);
                 }
-                Some('\n' | '\r') => {
+                // A raw line feed ends the string for Salesforce's lexer; a raw carriage
+                // return is an ordinary character to it.
+                Some('\n') => {
                     return Err(SoqlError::at(
                         self.pos,
                         "a string cannot span lines: write a line break inside it as \\n",
@@ -426,6 +487,7 @@ impl<'a> Lexer<'a> {
             }
             Some('u' | 'U') => {
                 self.bump();
+                let digits_at = self.index;
                 for _ in 0..4 {
                     if !self.peek_is(0, |c| c.is_ascii_hexdigit()) {
                         return Err(SoqlError::at(
@@ -435,6 +497,16 @@ impl<'a> Lexer<'a> {
                         ));
                     }
                     self.bump();
+                }
+                let digits: String = self.chars[digits_at..self.index]
+                    .iter()
+                    .map(|&(_, c)| c)
+                    .collect();
+                if digits.eq_ignore_ascii_case("FFFF") {
+                    return Err(SoqlError::at(
+                        escape_at,
+                        "\\uFFFF is not a character (Salesforce refuses it): remove it",
+                    ));
                 }
                 Ok(())
             }

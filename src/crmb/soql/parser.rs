@@ -2,6 +2,7 @@
 //! reports as it goes.
 
 mod clauses;
+mod functions;
 mod select;
 
 use super::lexer::{Kind, Token};
@@ -129,6 +130,10 @@ impl<'a> Parser<'a> {
     pub(super) fn is_clause_start(&self, ahead: usize) -> bool {
         let token = self.peek_at(ahead);
         let next = self.peek_at(ahead + 1);
+        // `Update.Name`: a keyword leading a dotted path is a name.
+        if next.kind == Kind::Dot {
+            return false;
+        }
         token.is_any_word(&[
             "FROM", "WHERE", "WITH", "USING", "HAVING", "LIMIT", "UPDATE",
         ]) || (token.is_any_word(&["GROUP", "ORDER"]) && next.is_word("BY"))
@@ -212,6 +217,10 @@ impl<'a> Parser<'a> {
             Kind::Eof => Ok(outer),
             Kind::RParen => Err(self.error_at(rest, "this ')' has no matching '('")),
             _ if self.is_clause_start(0) => Err(self.out_of_order(rest)),
+            Kind::Number if rest.text.starts_with(['+', '-']) => Err(self.error_at(
+                rest,
+                "SOQL has no arithmetic: compare a field with one value, e.g. Amount > 3",
+            )),
             _ => Err(match sql_habit_hint(&rest) {
                 Some(hint) => self.error_at(rest, hint),
                 None => self.error_at(
@@ -283,6 +292,46 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// The end of a semi-join subquery: at most one WITH filter (`WITH DATA CATEGORY ...` or
+    /// `WITH name = value`), and none of the clauses that shape an answer.
+    fn finish_semi_join(&mut self, object: String) -> Result<QueryInfo, SoqlError> {
+        if self.at_word("WITH") {
+            let with = self.peek();
+            let data_category = self.peek_at(1).is_word("DATA");
+            let filter = self.peek_at(2).kind == Kind::Op;
+            if !(data_category || filter) {
+                return Err(self.error_at(
+                    with,
+                    "inside a semi-join or anti-join subquery WITH takes only DATA CATEGORY ... \
+                     or a filter such as WITH UserId = '005...': put WITH SECURITY_ENFORCED, \
+                     USER_MODE or SYSTEM_MODE on the outer query",
+                ));
+            }
+            self.parse_with()?;
+        }
+        let token = self.peek();
+        if token.kind != Kind::RParen && token.kind != Kind::Eof && self.is_clause_start(0)
+            || token.is_any_word(&["OFFSET", "FOR", "BIND"])
+        {
+            let mut clause = token.text.to_ascii_uppercase();
+            if token.is_any_word(&["ORDER", "GROUP"]) {
+                clause.push_str(" BY");
+            }
+            return Err(self.error_at(
+                token,
+                format!(
+                    "a semi-join or anti-join subquery (IN or NOT IN (SELECT ...)) takes only \
+                     WHERE and one WITH filter, not {clause}: remove it from the subquery"
+                ),
+            ));
+        }
+        Ok(QueryInfo {
+            object,
+            aggregate: false,
+            limit: None,
+        })
+    }
+
     /// One SELECT with its clauses, in SOQL's fixed clause order.
     pub(super) fn parse_query(&mut self, kind: QueryKind) -> Result<QueryInfo, SoqlError> {
         self.expect_word("SELECT", "SELECT")?;
@@ -294,6 +343,9 @@ impl<'a> Parser<'a> {
         }
         if self.eat_word("WHERE") {
             self.parse_condition()?;
+        }
+        if kind == QueryKind::SemiJoin {
+            return self.finish_semi_join(object);
         }
         // `WITH DATA CATEGORY ... WITH SECURITY_ENFORCED`: one WITH per filter.
         while self.at_word("WITH") {
@@ -313,17 +365,6 @@ impl<'a> Parser<'a> {
                 ));
             }
             self.parse_condition()?;
-        }
-        if kind == QueryKind::SemiJoin {
-            let token = self.peek();
-            let ordered = token.is_word("ORDER") && self.peek_at(1).is_word("BY");
-            if ordered || token.is_word("LIMIT") {
-                return Err(self.error_at(
-                    token,
-                    "a semi-join or anti-join subquery (IN or NOT IN (SELECT ...)) can't have \
-                     ORDER BY or LIMIT: remove it from the subquery",
-                ));
-            }
         }
         if self.at_word("ORDER") && self.peek_at(1).is_word("BY") {
             self.parse_order_by()?;

@@ -53,6 +53,20 @@ pub(super) const VALID: &[&str] = &[
     "SELECT Id FROM Account WHERE Name LIKE 'a\\%b'",
     "SELECT Id FROM Account USING LOOKUP Foo BIND Name = 'x'",
     "SELECT Id FROM Account BIND n = 'x', m = 2",
+    // Also Salesforce's grammar (issue 21, second pass): Time values, AS before an object's
+    // alias, a sign apart from its number, keywords inside dotted paths, several USING
+    // entries, a raw carriage return inside a string, a field named TypeOf.
+    "SELECT Id FROM Event WHERE StartTime__c > 09:30:00Z AND EndTime__c < 17:00:00.000+05:30",
+    "SELECT Id FROM Event WHERE StartTime__c IN (09:30:00z, 10:00:00-0800)",
+    "SELECT a.Id FROM Account AS a WHERE a.Name = 'x'",
+    "SELECT Id FROM Contact c, c.Account AS a WHERE a.Name = 'x'",
+    "SELECT Id FROM Account WHERE Amount = - 5 OR Amount IN (+ 3, - .5)",
+    "SELECT Owner.By, Update.Name FROM Account WHERE Owner.For = 'x' ORDER BY Rollup.Name",
+    "SELECT Id FROM Account USING SCOPE mine, LOOKUP Foo WHERE Name = 'x'",
+    "SELECT Id FROM Account WHERE Name = 'carriage\\rreturn' OR Name = 'raw\rreturn'",
+    "SELECT TYPEOF FROM Account",
+    "SELECT FORMAT(MIN(Amount)) m, Foo(toLabel(Bar)) FROM Opportunity GROUP BY ROLLUP(Foo(A(B)), C)",
+    "SELECT Id FROM Account WHERE Id IN (SELECT AccountId FROM Contact AS c WITH UserId = '005')",
     // SOQL SELECT Examples
     "SELECT Id, Name, BillingCity FROM Account",
     "SELECT Id FROM Contact WHERE Name LIKE 'A%' AND MailingCity = 'California'",
@@ -262,6 +276,94 @@ pub(super) const VALID: &[&str] = &[
 
 /// Queries that must be refused, with a part of the reason that says what to change.
 const INVALID: &[(&str, &str)] = &[
+    // What Salesforce's grammar refuses and we once took (issue 21, second pass).
+    (
+        "SELECT Id FROM Event WHERE StartTime__c = 09:30:00",
+        "malformed time",
+    ),
+    (
+        "SELECT Id FROM Event WHERE StartTime__c = 24:00:00Z",
+        "malformed time",
+    ),
+    (
+        "SELECT Id FROM Account WHERE CreatedDate = LAST_5_DAYS",
+        "LAST_5_DAYS is not a SOQL date literal",
+    ),
+    (
+        "SELECT Id FROM Account WHERE CreatedDate = LAST_N_HOURS:5",
+        "LAST_N_HOURS is not a SOQL date literal",
+    ),
+    (
+        "SELECT Id FROM Account WHERE Name = 'a\\uFFFF'",
+        "\\uFFFF is not a character",
+    ),
+    (
+        "SELECT Name, TRUE() FROM Account",
+        "TRUE is a SOQL keyword, not a function",
+    ),
+    (
+        "SELECT ASC(Status) FROM Case",
+        "ASC is a SOQL keyword, not a function",
+    ),
+    (
+        "SELECT convertCurrency(HAVING(Amount)) FROM Opportunity",
+        "HAVING is a SOQL keyword",
+    ),
+    (
+        "SELECT FORMAT(MIN(MAX(Amount))) FROM Opportunity",
+        "functions nest at most two deep",
+    ),
+    (
+        "SELECT Foo(Bar, Baz) FROM Account",
+        "takes exactly one field",
+    ),
+    ("SELECT Foo('x') FROM Account", "takes a field, not a value"),
+    ("SELECT Id FROM Account WHERE Foo() = 1", "needs one field"),
+    (
+        "SELECT ROLLUP(Name) FROM Account",
+        "only works as the whole GROUP BY",
+    ),
+    (
+        "SELECT GEOLOCATION(1, 2) FROM Account",
+        "only works as DISTANCE's second argument",
+    ),
+    (
+        "SELECT Id FROM Account WHERE DISTANCE(Loc__c, GEOLOCATION(BELOW, 2), 'mi') < 5",
+        "GEOLOCATION takes two numbers",
+    ),
+    (
+        "SELECT Id FROM Account WHERE DISTANCE(Loc__c, Other__c, 'mi') < 5",
+        "DISTANCE takes a location field",
+    ),
+    (
+        "SELECT COUNT(Id) FROM Account GROUP BY DISTANCE(Loc__c, GEOLOCATION(1, 2), 'mi')",
+        "DISTANCE() works only on its own",
+    ),
+    (
+        "SELECT Id FROM Account USING SCOPE NULLS",
+        "USING SCOPE needs a scope name",
+    ),
+    (
+        "SELECT Id FROM Account USING SCOPE offset",
+        "USING SCOPE needs a scope name",
+    ),
+    (
+        "SELECT Id FROM Account WHERE Id IN (SELECT AccountId FROM Contact OFFSET 5)",
+        "takes only WHERE and one WITH filter, not OFFSET",
+    ),
+    (
+        "SELECT Id FROM Account WHERE Id IN (SELECT AccountId FROM Contact GROUP BY AccountId)",
+        "not GROUP",
+    ),
+    (
+        "SELECT Id FROM Account WHERE Id IN (SELECT AccountId FROM Contact WHERE Email != null WITH SECURITY_ENFORCED)",
+        "put WITH SECURITY_ENFORCED, USER_MODE or SYSTEM_MODE on the outer query",
+    ),
+    ("SELECT Id FROM Account AS AS", "aliases don't use AS"),
+    (
+        "SELECT Id FROM Account WHERE Name = 'line\nbreak'",
+        "cannot span lines",
+    ),
     ("SELECT Id FROM Account FOR VIEW, REFERENCE", "keep one"),
     (
         "SELECT Id FROM Account WHERE Name = 'a\\fb'",
@@ -298,23 +400,20 @@ const INVALID: &[(&str, &str)] = &[
     ),
     (
         "SELECT COUNT(Id, Name) FROM Account",
-        "COUNT() takes no argument or one field",
+        "COUNT() takes exactly one field",
     ),
-    (
-        "SELECT SUM() FROM Opportunity",
-        "SUM() takes exactly one argument",
-    ),
+    ("SELECT SUM() FROM Opportunity", "SUM() needs one field"),
     (
         "SELECT COUNT(Id) FROM Account HAVING COUNT(Id) > 1",
         "needs a GROUP BY",
     ),
     (
         "SELECT Id FROM Account WHERE Id IN (SELECT AccountId FROM Contact ORDER BY Name)",
-        "can't have ORDER BY or LIMIT",
+        "not ORDER BY: remove it from the subquery",
     ),
     (
         "SELECT Id FROM Account WHERE Id IN (SELECT AccountId FROM Contact LIMIT 5)",
-        "can't have ORDER BY or LIMIT",
+        "not LIMIT: remove it from the subquery",
     ),
     ("SELECT COUNT(), Name FROM Account", "must be alone"),
     ("SELECT Name, COUNT() FROM Account", "must be alone"),
@@ -514,7 +613,7 @@ const INVALID: &[(&str, &str)] = &[
     ),
     (
         "SELECT Id FROM Account WHERE CreatedDate = TODAY:5",
-        "bind variables",
+        "TODAY takes no number",
     ),
     (
         "SELECT Id FROM Account WHERE Id IN ()",
@@ -627,7 +726,7 @@ const INVALID: &[(&str, &str)] = &[
     ),
     (
         "SELECT Id FROM Account WHERE Amount > 1 + 2",
-        "unexpected character '+'",
+        "SOQL has no arithmetic",
     ),
 ];
 

@@ -11,21 +11,95 @@ pub(super) fn is_word_char(c: char) -> bool {
     c.is_ascii_alphanumeric() || c == '_'
 }
 
-/// `LAST_N_DAYS`, `N_WEEKS_AGO`, `NEXT_N_FISCAL_QUARTERS`...: the date literals taking `:n`.
-pub(super) fn is_n_date_literal(word: &str) -> bool {
-    let upper = word.to_ascii_uppercase();
-    upper.starts_with("N_") || upper.contains("_N_")
+/// The date literals that take no number, as the SOQL reference lists them ("Date Formats
+/// and Date Literals"); Salesforce's grammar knows exactly these.
+const FIXED_DATE_LITERALS: &[&str] = &[
+    "YESTERDAY",
+    "TODAY",
+    "TOMORROW",
+    "LAST_WEEK",
+    "THIS_WEEK",
+    "NEXT_WEEK",
+    "LAST_MONTH",
+    "THIS_MONTH",
+    "NEXT_MONTH",
+    "LAST_90_DAYS",
+    "NEXT_90_DAYS",
+    "THIS_QUARTER",
+    "LAST_QUARTER",
+    "NEXT_QUARTER",
+    "THIS_YEAR",
+    "LAST_YEAR",
+    "NEXT_YEAR",
+    "THIS_FISCAL_QUARTER",
+    "LAST_FISCAL_QUARTER",
+    "NEXT_FISCAL_QUARTER",
+    "THIS_FISCAL_YEAR",
+    "LAST_FISCAL_YEAR",
+    "NEXT_FISCAL_YEAR",
+];
+
+/// The date literals written with `:n`, from the same page.
+const N_DATE_LITERALS: &[&str] = &[
+    "LAST_N_DAYS",
+    "NEXT_N_DAYS",
+    "N_DAYS_AGO",
+    "LAST_N_WEEKS",
+    "NEXT_N_WEEKS",
+    "N_WEEKS_AGO",
+    "LAST_N_MONTHS",
+    "NEXT_N_MONTHS",
+    "N_MONTHS_AGO",
+    "LAST_N_QUARTERS",
+    "NEXT_N_QUARTERS",
+    "N_QUARTERS_AGO",
+    "LAST_N_YEARS",
+    "NEXT_N_YEARS",
+    "N_YEARS_AGO",
+    "LAST_N_FISCAL_QUARTERS",
+    "NEXT_N_FISCAL_QUARTERS",
+    "N_FISCAL_QUARTERS_AGO",
+    "LAST_N_FISCAL_YEARS",
+    "NEXT_N_FISCAL_YEARS",
+    "N_FISCAL_YEARS_AGO",
+];
+
+fn listed(word: &str, list: &[&str]) -> bool {
+    list.iter().any(|w| word.eq_ignore_ascii_case(w))
 }
 
-/// `TODAY`, `LAST_90_DAYS`, `THIS_FISCAL_QUARTER`, `N_DAYS_AGO`...: checked by shape, not
-/// against a list, so date literals Salesforce adds later still pass.
+/// `LAST_N_DAYS`, `N_WEEKS_AGO`, `NEXT_N_FISCAL_QUARTERS`...: the date literals taking `:n`.
+pub(super) fn is_n_date_literal(word: &str) -> bool {
+    listed(word, N_DATE_LITERALS)
+}
+
+/// `TODAY`, `LAST_90_DAYS`, `THIS_FISCAL_QUARTER`...: the date literals taking no number.
+pub(super) fn is_fixed_date_literal(word: &str) -> bool {
+    listed(word, FIXED_DATE_LITERALS)
+}
+
 pub(super) fn is_date_literal(word: &str) -> bool {
+    is_fixed_date_literal(word) || is_n_date_literal(word)
+}
+
+/// A word shaped like a date literal (`LAST_5_DAYS`, `LAST_N_HOURS`) that SOQL does not define:
+/// worth its own message, since the model meant a date.
+pub(super) fn looks_like_date_literal(word: &str) -> bool {
     let upper = word.to_ascii_uppercase();
-    matches!(upper.as_str(), "YESTERDAY" | "TODAY" | "TOMORROW")
-        || ["LAST_", "THIS_", "NEXT_"]
-            .iter()
-            .any(|prefix| upper.starts_with(prefix))
+    ["LAST_", "THIS_", "NEXT_"]
+        .iter()
+        .any(|prefix| upper.starts_with(prefix))
         || (upper.starts_with("N_") && upper.ends_with("_AGO"))
+}
+
+/// Why a date-shaped word is refused, with the nearest valid spellings.
+pub(super) fn unknown_date_literal(word: &str) -> String {
+    format!(
+        "{} is not a SOQL date literal: use one Salesforce defines, e.g. TODAY, LAST_WEEK, \
+         THIS_MONTH, LAST_90_DAYS, THIS_FISCAL_QUARTER, or an N literal with its number such as \
+         LAST_N_DAYS:5, NEXT_N_MONTHS:3 or N_YEARS_AGO:2",
+        word.to_ascii_uppercase()
+    )
 }
 
 /// An ISO currency code followed by a whole amount, e.g. `USD5000`.
@@ -45,46 +119,41 @@ pub(super) fn is_value_word(word: &str) -> bool {
         || is_currency_amount(word)
 }
 
-/// How many arguments SOQL's own functions take (least, most); `None` for names it does not
-/// define (Salesforce judges those). From the SOQL and SOSL Reference: Aggregate Functions,
-/// Date Functions, FORMAT(), convertCurrency(), toLabel(), GROUPING(), FIELDS(), Location-Based
-/// SOQL Queries (DISTANCE, GEOLOCATION).
-pub(super) fn function_arity(name: &str) -> Option<(usize, usize)> {
-    let upper = name.to_ascii_uppercase();
-    let arity = match upper.as_str() {
-        "COUNT" => (0, 1),
-        "COUNT_DISTINCT" | "SUM" | "AVG" | "MIN" | "MAX" | "FORMAT" | "CONVERTCURRENCY"
-        | "TOLABEL" | "GROUPING" | "FIELDS" | "DAY_ONLY" | "CONVERTTIMEZONE" => (1, 1),
-        "GEOLOCATION" => (2, 2),
-        "DISTANCE" => (3, 3),
-        "ROLLUP" | "CUBE" => (1, usize::MAX),
-        _ if upper.starts_with("CALENDAR_")
-            || upper.starts_with("FISCAL_")
-            || upper.starts_with("DAY_IN_")
-            || upper.starts_with("WEEK_IN_")
-            || upper == "HOUR_IN_DAY" =>
-        {
-            (1, 1)
-        }
-        _ => return None,
-    };
-    Some(arity)
-}
-
 /// Words Salesforce's SOQL parser takes only as keywords, though the reserved-word page does
-/// not list them: no field, object, scope or alias may be named so.
+/// not list them: no simple field, object, scope, function or alias may be named so (inside a
+/// dotted path the grammar reads them as names: `Owner.By__c` and `Owner.BY` alike).
 pub(super) const GRAMMAR_KEYWORDS: &[&str] = &[
-    "BY", "FOR", "ELSE", "CUBE", "ROLLUP", "TRUE", "FALSE", "BIND", "LOOKUP", "UPDATE",
+    "AS", "BY", "FOR", "ELSE", "CUBE", "ROLLUP", "TRUE", "FALSE", "BIND", "LOOKUP", "UPDATE",
 ];
 
-/// Whether a function takes literal values as arguments: the location functions
-/// (`GEOLOCATION(37.7, -122.4)`, `DISTANCE(f, GEOLOCATION(...), 'mi')`) and functions SOQL does
-/// not define (Salesforce judges those); SOQL's own others take fields.
-pub(super) fn takes_literals(name: &str) -> bool {
-    name.eq_ignore_ascii_case("GEOLOCATION")
-        || name.eq_ignore_ascii_case("DISTANCE")
-        || function_arity(name).is_none()
-}
+/// Words the grammar also takes as keywords yet lets stand as names in most places (an object
+/// called `Offset`, a field `Data`): only a USING SCOPE name, a plain identifier in the grammar,
+/// may be none of them.
+pub(super) const SOFT_KEYWORDS: &[&str] = &[
+    "DATA",
+    "CATEGORY",
+    "AT",
+    "ABOVE",
+    "BELOW",
+    "ABOVE_OR_BELOW",
+    "OFFSET",
+    "VIEW",
+    "REFERENCE",
+    "TYPEOF",
+    "WHEN",
+    "THEN",
+    "END",
+    "DISTANCE",
+    "GEOLOCATION",
+    "GROUP",
+    "ORDER",
+    "CASE",
+    "FIELDS",
+    "COUNT",
+    "SCOPE",
+    "FLAT",
+    "HIERARCHICAL",
+];
 
 /// Whether a string literal (quotes included) holds a `\%` or `\_` escape.
 pub(super) fn has_like_escape(literal: &str) -> bool {

@@ -4,6 +4,7 @@
 use super::super::lexer::{Kind, Token};
 use super::super::words::*;
 use super::super::*;
+use super::functions::Place;
 use super::{Parser, QueryKind};
 
 impl<'a> Parser<'a> {
@@ -30,12 +31,19 @@ impl<'a> Parser<'a> {
     /// `FROM Object [alias] [, path alias ...]`; returns the first object as written.
     pub(super) fn parse_from_list(&mut self) -> Result<String, SoqlError> {
         let object = self.parse_from_object()?;
-        self.parse_optional_alias()?;
+        self.parse_from_alias()?;
         while self.eat(Kind::Comma) {
             self.parse_from_object()?;
-            self.parse_optional_alias()?;
+            self.parse_from_alias()?;
         }
         Ok(object)
+    }
+
+    /// An object's alias, `Contact c` or `Contact AS c`: unlike a field's, Salesforce's grammar
+    /// lets AS stand before an object's alias.
+    fn parse_from_alias(&mut self) -> Result<(), SoqlError> {
+        let _ = self.eat_word("AS");
+        self.parse_optional_alias().map(|_| ())
     }
 
     pub(super) fn parse_from_object(&mut self) -> Result<String, SoqlError> {
@@ -66,28 +74,36 @@ impl<'a> Parser<'a> {
             || (token.is_word("UPDATE") && next.is_any_word(&["TRACKING", "VIEWSTAT"]))
     }
 
-    /// `USING SCOPE mine`, or `USING LOOKUP name` (whose values a BIND clause at the end
-    /// gives).
+    /// `USING SCOPE mine`, `USING LOOKUP name` (whose values a BIND clause at the end gives),
+    /// or several of them separated by commas (`USING SCOPE mine, LOOKUP name`).
     pub(super) fn parse_using_scope(&mut self) -> Result<(), SoqlError> {
         self.advance();
-        let lookup = self.eat_word("LOOKUP");
-        if !lookup {
-            self.expect_word(
-                "SCOPE",
-                "SCOPE or LOOKUP after USING, e.g. USING SCOPE mine",
-            )?;
+        loop {
+            let lookup = self.eat_word("LOOKUP");
+            if !lookup {
+                self.expect_word(
+                    "SCOPE",
+                    "SCOPE or LOOKUP after USING, e.g. USING SCOPE mine",
+                )?;
+            }
+            // The grammar takes a plain name here: none of its keywords, soft ones included.
+            let name = self.peek();
+            let keyword = name.is_any_word(RESERVED_WORDS)
+                || name.is_any_word(GRAMMAR_KEYWORDS)
+                || name.is_any_word(SOFT_KEYWORDS);
+            if name.kind != Kind::Ident || keyword {
+                let reason = if lookup {
+                    "USING LOOKUP needs the lookup's name"
+                } else {
+                    "USING SCOPE needs a scope name such as mine, team, everything or delegated"
+                };
+                return Err(self.error_at(name, format!("{reason}, but found {}", name.describe())));
+            }
+            self.advance();
+            if !self.eat(Kind::Comma) {
+                return Ok(());
+            }
         }
-        let name = self.peek();
-        if name.kind != Kind::Ident || self.is_clause_start(0) {
-            let reason = if lookup {
-                "USING LOOKUP needs the lookup's name"
-            } else {
-                "USING SCOPE needs a scope name such as mine, team, everything or delegated"
-            };
-            return Err(self.error_at(name, reason));
-        }
-        self.advance();
-        Ok(())
     }
 
     /// `BIND name = value, ...`: values for a query's lookups, after OFFSET and before FOR.
@@ -250,7 +266,7 @@ impl<'a> Parser<'a> {
 
     /// `operand operator value`, `operand [NOT] IN (...)`, `operand INCLUDES|EXCLUDES (...)`.
     pub(super) fn parse_comparison(&mut self) -> Result<(), SoqlError> {
-        self.parse_operand("a condition such as Name = 'Acme'")?;
+        self.parse_operand("a condition such as Name = 'Acme'", Place::Top)?;
         let operator = self.peek();
         if operator.is_word("LIKE") {
             self.advance();
@@ -386,6 +402,7 @@ impl<'a> Parser<'a> {
             | Kind::Number
             | Kind::Date
             | Kind::DateTime
+            | Kind::Time
             | Kind::DateLiteralN
             | Kind::Currency => {
                 self.advance();
@@ -394,6 +411,9 @@ impl<'a> Parser<'a> {
             Kind::Ident if is_value_word(token.text) => {
                 self.advance();
                 Ok(())
+            }
+            Kind::Ident if looks_like_date_literal(token.text) => {
+                Err(self.error_at(token, unknown_date_literal(token.text)))
             }
             Kind::Ident if self.peek_at(1).kind == Kind::LParen => Err(self.error_at(
                 token,
@@ -434,7 +454,7 @@ impl<'a> Parser<'a> {
             if key.is_any_word(&["ROLLUP", "CUBE"]) && self.peek_at(1).kind == Kind::LParen {
                 rollup = Some(key);
             }
-            self.parse_operand("a field or function to group by")?;
+            self.parse_operand("a field or function to group by", Place::GroupBy)?;
             keys += 1;
             if let Some(rollup) = rollup
                 && keys > 1
@@ -459,7 +479,7 @@ impl<'a> Parser<'a> {
         self.advance();
         self.advance();
         loop {
-            self.parse_operand("a field to order by")?;
+            self.parse_operand("a field to order by", Place::Top)?;
             let _ = self.eat_word("ASC") || self.eat_word("DESC");
             if self.eat_word("NULLS") && !(self.eat_word("FIRST") || self.eat_word("LAST")) {
                 return Err(self.unexpected(self.peek(), "FIRST or LAST after NULLS"));

@@ -3,6 +3,7 @@
 use super::super::lexer::{Kind, Token};
 use super::super::words::*;
 use super::super::*;
+use super::functions::Place;
 use super::{Parser, QueryKind, SelectItem};
 
 impl<'a> Parser<'a> {
@@ -92,7 +93,9 @@ impl<'a> Parser<'a> {
                 self.parse_optional_alias()?;
                 Ok(SelectItem::other())
             }
-            Kind::Ident if token.is_word("TYPEOF") && next.kind == Kind::Ident => {
+            Kind::Ident
+                if token.is_word("TYPEOF") && next.kind == Kind::Ident && !next.is_word("FROM") =>
+            {
                 self.parse_typeof()?;
                 self.parse_optional_alias()?;
                 Ok(SelectItem::other())
@@ -107,7 +110,7 @@ impl<'a> Parser<'a> {
                 let unbounded_fields = token.is_word("FIELDS")
                     && (self.peek_at(2).is_word("ALL") || self.peek_at(2).is_word("CUSTOM"));
                 let count_rows = token.is_word("COUNT") && self.peek_at(2).kind == Kind::RParen;
-                let aggregate = self.parse_function_call()?;
+                let aggregate = self.parse_function_call(Place::Top)?;
                 let aliased = self.parse_optional_alias()?;
                 Ok(SelectItem {
                     aggregate,
@@ -192,7 +195,7 @@ impl<'a> Parser<'a> {
     pub(super) fn parse_typeof_fields(&mut self) -> Result<(), SoqlError> {
         loop {
             if self.peek().kind == Kind::Ident && self.peek_at(1).kind == Kind::LParen {
-                self.parse_function_call()?;
+                self.parse_function_call(Place::Top)?;
             } else {
                 self.parse_path("a field name")?;
             }
@@ -238,7 +241,8 @@ impl<'a> Parser<'a> {
         if first.kind != Kind::Ident {
             return Err(self.unexpected(first, expected));
         }
-        self.refuse_reserved(first, expected)?;
+        let dotted = self.peek_at(1).kind == Kind::Dot;
+        self.refuse_reserved(first, expected, dotted)?;
         self.advance();
         let mut path = first.text.to_owned();
         while self.eat(Kind::Dot) {
@@ -246,7 +250,7 @@ impl<'a> Parser<'a> {
             if segment.kind != Kind::Ident {
                 return Err(self.unexpected(segment, "a field or relationship name after '.'"));
             }
-            self.refuse_reserved(segment, "a field or relationship name after '.'")?;
+            self.refuse_reserved(segment, "a field or relationship name after '.'", true)?;
             self.advance();
             path.push('.');
             path.push_str(segment.text);
@@ -254,13 +258,19 @@ impl<'a> Parser<'a> {
         Ok(path)
     }
 
-    /// A reserved word (`LIMIT`, `FROM`, ...) can name no field, relationship or object.
-    fn refuse_reserved(&self, token: Token<'_>, expected: &str) -> Result<(), SoqlError> {
-        // `Group` is a standard object, whose name may also lead a path (Group.Name); UPDATE
-        // is not on the reserved list, yet Salesforce's parser takes it as a keyword only.
+    /// A reserved word (`LIMIT`, `FROM`, ...) can name no field, relationship or object. The
+    /// grammar's other keywords (`BY`, `UPDATE`, ...) can name nothing alone, but inside a
+    /// dotted path (`Owner.By`, `Update.Name`) Salesforce's grammar reads them as names.
+    fn refuse_reserved(
+        &self,
+        token: Token<'_>,
+        expected: &str,
+        dotted: bool,
+    ) -> Result<(), SoqlError> {
+        // `Group` is a standard object, whose name may also lead a path (Group.Name).
         let reserved = (token.is_any_word(RESERVED_WORDS) && !token.is_word("GROUP"))
-            || token.is_any_word(GRAMMAR_KEYWORDS);
-        if token.is_word("AS") {
+            || (token.is_any_word(GRAMMAR_KEYWORDS) && !dotted);
+        if token.is_word("AS") && !dotted {
             return Err(self.unexpected(token, expected));
         }
         if !reserved {
@@ -275,87 +285,8 @@ impl<'a> Parser<'a> {
         ))
     }
 
-    /// `NAME(args)`; any name is accepted (Salesforce knows its functions), with the number of
-    /// arguments SOQL's own functions take. Returns whether an aggregate function is used,
-    /// here or nested in the arguments.
-    pub(super) fn parse_function_call(&mut self) -> Result<bool, SoqlError> {
-        let name = self.advance();
-        let open = self.advance();
-        let mut aggregate = is_aggregate_function(name.text);
-        let mut arguments = 0;
-        if !self.at(Kind::RParen) {
-            if self.at_word("SELECT") {
-                return Err(self.error_at(
-                    name,
-                    "a '(' after a name is read as a function call: put a ',' before a (SELECT \
-                     ...) subquery",
-                ));
-            }
-            loop {
-                aggregate |= self.parse_function_argument(name)?;
-                arguments += 1;
-                if !self.eat(Kind::Comma) {
-                    break;
-                }
-            }
-        }
-        if let Some((least, most)) = function_arity(name.text)
-            && !(least..=most).contains(&arguments)
-        {
-            let function = name.text.to_ascii_uppercase();
-            let takes = match (least, most) {
-                (0, 1) => "no argument or one field".to_owned(),
-                (n, m) if n == m && n == 1 => "exactly one argument".to_owned(),
-                (n, m) if n == m => format!("exactly {n} arguments"),
-                (n, _) => format!("at least {n} argument(s)"),
-            };
-            return Err(self.error_at(name, format!("{function}() takes {takes}, not {arguments}")));
-        }
-        self.expect_close(open)?;
-        Ok(aggregate)
-    }
-
-    pub(super) fn parse_function_argument(
-        &mut self,
-        function: Token<'_>,
-    ) -> Result<bool, SoqlError> {
-        let token = self.peek();
-        match token.kind {
-            Kind::Star if function.is_word("COUNT") => Err(self.error_at(
-                token,
-                "COUNT(*) is not SOQL: use COUNT() to count rows, or COUNT(Id)",
-            )),
-            Kind::Ident if self.peek_at(1).kind == Kind::LParen => self.parse_function_call(),
-            Kind::Ident => self.parse_path("a field name").map(|_| false),
-            Kind::Str
-            | Kind::Number
-            | Kind::Date
-            | Kind::DateTime
-            | Kind::DateLiteralN
-            | Kind::Currency
-                if takes_literals(function.text) =>
-            {
-                self.advance();
-                Ok(false)
-            }
-            Kind::Str
-            | Kind::Number
-            | Kind::Date
-            | Kind::DateTime
-            | Kind::DateLiteralN
-            | Kind::Currency => Err(self.error_at(
-                token,
-                format!(
-                    "{}() takes a field, not a value: write the field's name",
-                    function.text.to_ascii_uppercase()
-                ),
-            )),
-            _ => Err(self.unexpected(token, "a field, value or function inside the parentheses")),
-        }
-    }
-
     /// A field or function used as a grouping or sort key, or on the left of a condition.
-    pub(super) fn parse_operand(&mut self, expected: &str) -> Result<(), SoqlError> {
+    pub(super) fn parse_operand(&mut self, expected: &str, place: Place) -> Result<(), SoqlError> {
         let token = self.peek();
         if token.kind != Kind::Ident || self.is_clause_start(0) {
             return Err(self.unexpected(token, expected));
@@ -373,7 +304,7 @@ impl<'a> Parser<'a> {
                     "COUNT() only works alone in the SELECT list: write COUNT(Id) here",
                 ));
             }
-            self.parse_function_call()?;
+            self.parse_function_call(place)?;
         } else {
             self.parse_path(expected)?;
         }
