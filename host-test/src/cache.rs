@@ -4,12 +4,16 @@
 //! An entry is named by a key over the component's bytes, the wasmtime version and the
 //! engine's compilation settings, so a different component, wasmtime or configuration never
 //! finds another's entry. Loading compiled code is unsafe (wasmtime takes the bytes as machine
-//! code), so an entry carries the SHA-256 of its artifact and is deserialized only when the
-//! digest matches: only bytes this cache wrote, unchanged, are ever loaded. wasmtime checks
-//! the artifact's version and settings once more. A missing, truncated, corrupt or foreign
-//! entry is compiled afresh and replaced; a cache that cannot be read or written is a warning,
-//! never a failed load.
+//! code), so an entry carries an HMAC-SHA256 tag over its name and artifact, made with a key
+//! that is not in the cache directory ([`CacheKey`], kept in the host's private data
+//! directory): whoever can write the cache directory but not read that key cannot make an
+//! entry the host will load. An entry whose tag does not verify is never deserialized. wasmtime
+//! checks the artifact's version and settings once more. A missing, truncated, corrupt, forged
+//! or foreign entry is compiled afresh and replaced; a cache that cannot be read or written is
+//! a warning, never a failed load. What this does not defend against: someone who can read the
+//! key file (the host's own user) can forge entries, as they could replace the binary.
 
+use ring::hmac;
 use sha2::{Digest, Sha256};
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -21,11 +25,86 @@ use wasmtime::component::Component;
 /// key, and checked against `Cargo.lock` by a test.
 pub const WASMTIME_VERSION: &str = "48.0.8";
 
-/// The first bytes of every entry; the last byte is the entry format's version.
-const MAGIC: &[u8; 16] = b"crm-host-cwasm\0\x01";
+/// The first bytes of every entry; the last byte is the entry format's version (2: HMAC tag).
+const MAGIC: &[u8; 16] = b"crm-host-cwasm\0\x02";
 
-/// Magic, then the artifact's SHA-256, then the artifact.
+/// Magic, then the HMAC-SHA256 tag, then the artifact.
 const HEADER_LEN: usize = MAGIC.len() + 32;
+
+/// The secret that authenticates cache entries; kept outside the cache directory.
+#[derive(Clone)]
+pub struct CacheKey(hmac::Key);
+
+impl std::fmt::Debug for CacheKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CacheKey(..)")
+    }
+}
+
+impl CacheKey {
+    /// A key from 32 secret bytes.
+    pub fn from_bytes(bytes: &[u8; 32]) -> Self {
+        CacheKey(hmac::Key::new(hmac::HMAC_SHA256, bytes))
+    }
+
+    /// A fresh random key, for a process that keeps its cache to itself.
+    pub fn random() -> std::io::Result<Self> {
+        Ok(Self::from_bytes(&random_bytes()?))
+    }
+
+    /// The key in `path` (32 bytes, owner-only), created there with fresh random bytes when
+    /// the file does not exist yet.
+    pub fn load_or_create(path: &Path) -> std::io::Result<Self> {
+        match std::fs::read(path) {
+            Ok(bytes) => {
+                let bytes: [u8; 32] = bytes.try_into().map_err(|_| {
+                    std::io::Error::other(format!("{} is not a 32-byte key", path.display()))
+                })?;
+                Ok(Self::from_bytes(&bytes))
+            }
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+                let parent = path.parent().unwrap_or(Path::new("."));
+                crate::private_fs::create_dir_all(parent)?;
+                // Written whole to a temporary file, then linked into place: a concurrent
+                // start sees no key or a whole one, and the first link wins.
+                let temp = parent.join(format!(".cache-key.{}.tmp", std::process::id()));
+                let bytes = random_bytes()?;
+                let mut file = crate::private_fs::options()
+                    .write(true)
+                    .create(true)
+                    .truncate(true)
+                    .open(&temp)?;
+                std::io::Write::write_all(&mut file, &bytes)?;
+                drop(file);
+                let linked = std::fs::hard_link(&temp, path);
+                let _ = std::fs::remove_file(&temp);
+                match linked {
+                    Ok(()) => Ok(Self::from_bytes(&bytes)),
+                    Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
+                        Self::load_or_create(path)
+                    }
+                    Err(err) => Err(err),
+                }
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    fn tag(&self, name: &str, artifact: &[u8]) -> hmac::Tag {
+        let mut context = hmac::Context::with_key(&self.0);
+        context.update(name.as_bytes());
+        context.update(&[0]);
+        context.update(artifact);
+        context.sign()
+    }
+}
+
+fn random_bytes() -> std::io::Result<[u8; 32]> {
+    let mut bytes = [0u8; 32];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes)
+        .map_err(|_| std::io::Error::other("no system randomness for the cache key"))?;
+    Ok(bytes)
+}
 
 /// Entries kept; older ones (by last use) are removed when a new one is written.
 const KEEP_ENTRIES: usize = 8;
@@ -34,6 +113,7 @@ const KEEP_ENTRIES: usize = 8;
 #[derive(Debug, Clone)]
 pub struct ComponentCache {
     dir: PathBuf,
+    key: CacheKey,
 }
 
 /// How a component was obtained.
@@ -56,15 +136,19 @@ enum EntryError {
     Truncated,
     #[error("not a crm-host cache entry")]
     NotAnEntry,
-    #[error("the artifact does not match its digest")]
-    DigestMismatch,
+    #[error("the entry's tag does not verify: not written by this host (forged or damaged)")]
+    NotAuthentic,
     #[error("wasmtime refused it: {0}")]
     Refused(wasmtime::Error),
 }
 
 impl ComponentCache {
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
-        ComponentCache { dir: dir.into() }
+    /// A cache in `dir` whose entries `key` authenticates; keep the key elsewhere.
+    pub fn new(dir: impl Into<PathBuf>, key: CacheKey) -> Self {
+        ComponentCache {
+            dir: dir.into(),
+            key,
+        }
     }
 
     /// The per-user default: `$XDG_CACHE_HOME/crm-host`, else `~/.cache/crm-host`.
@@ -92,9 +176,10 @@ impl ComponentCache {
         engine: &Engine,
         wasm: &[u8],
     ) -> wasmtime::Result<(Component, CacheOutcome)> {
+        let name = key(engine, wasm);
         let path = self.entry_path(engine, wasm);
         let outcome = match std::fs::read(&path) {
-            Ok(entry) => match load_entry(engine, &entry) {
+            Ok(entry) => match load_entry(engine, &self.key, &name, &entry) {
                 Ok(component) => {
                     touch(&path);
                     return Ok((component, CacheOutcome::Hit));
@@ -119,7 +204,7 @@ impl ComponentCache {
         let artifact = engine.precompile_component(wasm)?;
         // SAFETY: the artifact was produced just now by this engine, from these bytes.
         let component = unsafe { Component::deserialize(engine, &artifact)? };
-        if let Err(err) = self.store(&path, &artifact) {
+        if let Err(err) = self.store(&path, &name, &artifact) {
             tracing::warn!(
                 "compiled-component cache: writing {}: {err}",
                 path.display()
@@ -130,11 +215,11 @@ impl ComponentCache {
 
     /// Writes an entry atomically (a temporary file renamed into place, so a reader sees a
     /// whole entry or none), then trims the directory to the most recently used entries.
-    fn store(&self, path: &Path, artifact: &[u8]) -> std::io::Result<()> {
+    fn store(&self, path: &Path, name: &str, artifact: &[u8]) -> std::io::Result<()> {
         std::fs::create_dir_all(&self.dir)?;
         let mut entry = Vec::with_capacity(HEADER_LEN + artifact.len());
         entry.extend_from_slice(MAGIC);
-        entry.extend_from_slice(&Sha256::digest(artifact));
+        entry.extend_from_slice(self.key.tag(name, artifact).as_ref());
         entry.extend_from_slice(artifact);
         let nanos = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
@@ -171,21 +256,29 @@ impl ComponentCache {
     }
 }
 
-/// Checks an entry's header and digest, then hands the artifact to wasmtime.
-fn load_entry(engine: &Engine, entry: &[u8]) -> Result<Component, EntryError> {
+/// Checks an entry's header and tag, then hands the artifact to wasmtime.
+fn load_entry(
+    engine: &Engine,
+    cache_key: &CacheKey,
+    name: &str,
+    entry: &[u8],
+) -> Result<Component, EntryError> {
     if entry.len() < HEADER_LEN {
         return Err(EntryError::Truncated);
     }
     let (header, artifact) = entry.split_at(HEADER_LEN);
-    let (magic, digest) = header.split_at(MAGIC.len());
+    let (magic, tag) = header.split_at(MAGIC.len());
     if magic != MAGIC {
         return Err(EntryError::NotAnEntry);
     }
-    if Sha256::digest(artifact).as_slice() != digest {
-        return Err(EntryError::DigestMismatch);
-    }
+    let mut message = Vec::with_capacity(name.len() + 1 + artifact.len());
+    message.extend_from_slice(name.as_bytes());
+    message.push(0);
+    message.extend_from_slice(artifact);
+    hmac::verify(&cache_key.0, &message, tag).map_err(|_| EntryError::NotAuthentic)?;
     // SAFETY: the artifact is byte for byte what `store` wrote from `precompile_component`'s
-    // output (its SHA-256 matches); wasmtime still checks its version and settings.
+    // output under this name (its HMAC tag, made with a key outside the cache directory,
+    // verifies); wasmtime still checks its version and settings.
     unsafe { Component::deserialize(engine, artifact) }.map_err(EntryError::Refused)
 }
 
@@ -251,23 +344,58 @@ mod tests {
     }
 
     #[test]
-    fn entries_that_are_short_foreign_or_altered_are_refused_before_wasmtime_sees_them() {
+    fn entries_that_are_short_foreign_altered_or_forged_are_refused_before_wasmtime_sees_them() {
         let engine = Engine::default();
-        assert!(matches!(
-            load_entry(&engine, b"crm"),
-            Err(EntryError::Truncated)
-        ));
+        let cache_key = CacheKey::from_bytes(&[1; 32]);
+        let load = |entry: &[u8]| load_entry(&engine, &cache_key, "name", entry);
+        assert!(matches!(load(b"crm"), Err(EntryError::Truncated)));
         let foreign = [7u8; HEADER_LEN + 10];
-        assert!(matches!(
-            load_entry(&engine, &foreign),
-            Err(EntryError::NotAnEntry)
-        ));
-        let mut altered = MAGIC.to_vec();
-        altered.extend_from_slice(&Sha256::digest(b"artifact"));
-        altered.extend_from_slice(b"artifacT");
-        assert!(matches!(
-            load_entry(&engine, &altered),
-            Err(EntryError::DigestMismatch)
-        ));
+        assert!(matches!(load(&foreign), Err(EntryError::NotAnEntry)));
+        let entry = |key: &CacheKey, name: &str, artifact: &[u8]| {
+            let mut entry = MAGIC.to_vec();
+            entry.extend_from_slice(key.tag(name, artifact).as_ref());
+            entry.extend_from_slice(artifact);
+            entry
+        };
+        let mut altered = entry(&cache_key, "name", b"artifact");
+        *altered.last_mut().unwrap() = b'T';
+        assert!(matches!(load(&altered), Err(EntryError::NotAuthentic)));
+        // A forger who can write the cache directory but does not hold the key.
+        let forged = entry(&CacheKey::from_bytes(&[2; 32]), "name", b"artifact");
+        assert!(matches!(load(&forged), Err(EntryError::NotAuthentic)));
+        // A genuine entry moved under another entry's name.
+        let moved = entry(&cache_key, "other name", b"artifact");
+        assert!(matches!(load(&moved), Err(EntryError::NotAuthentic)));
+        // The old format: an unkeyed SHA-256 anyone can compute.
+        let mut old = b"crm-host-cwasm\0\x01".to_vec();
+        old.extend_from_slice(&Sha256::digest(b"artifact"));
+        old.extend_from_slice(b"artifact");
+        assert!(matches!(load(&old), Err(EntryError::NotAnEntry)));
+    }
+
+    #[test]
+    fn the_key_file_is_created_once_owner_only_and_then_reused() {
+        let dir = std::env::temp_dir().join(format!("crm-cache-key-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let path = dir.join("cache.key");
+        let first = CacheKey::load_or_create(&path).unwrap();
+        let second = CacheKey::load_or_create(&path).unwrap();
+        assert_eq!(
+            first.tag("n", b"a").as_ref(),
+            second.tag("n", b"a").as_ref()
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+            assert_eq!(
+                mode & 0o077,
+                0,
+                "the key file is readable by others: {mode:o}"
+            );
+        }
+        std::fs::write(&path, b"short").unwrap();
+        assert!(CacheKey::load_or_create(&path).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -14,7 +14,7 @@ use clap::{Args, Parser, Subcommand};
 use crm_host::backend::serve::Server;
 use crm_host::backend::tls::{SelfSigned, read_certificates};
 use crm_host::backend::{NetworkBackend, NetworkOptions};
-use crm_host::cache::ComponentCache;
+use crm_host::cache::{CacheKey, ComponentCache};
 use crm_host::hooks::Credential;
 use crm_host::mappings::{MappingDb, MappingLocation, tenant_file};
 use crm_host::mcp::{Authority, McpServer, Principal};
@@ -328,10 +328,14 @@ fn load_component(options: &Options) -> Result<(Arc<Runtime>, Arc<PluginVersion>
     );
     let wasm = std::fs::read(&options.component)
         .map_err(|e| format!("reading {}: {e}", options.component))?;
-    let cache = match (&options.cache_dir, options.no_cache) {
-        (_, true) => None,
-        (Some(dir), false) => Some(ComponentCache::new(dir)),
-        (None, false) => ComponentCache::default_dir().map(ComponentCache::new),
+    let cache = if options.no_cache {
+        None
+    } else {
+        options
+            .cache_dir
+            .clone()
+            .or_else(ComponentCache::default_dir)
+            .and_then(|dir| component_cache(dir, &options.data_dir))
     };
     let plugin = match &cache {
         Some(cache) => runtime.load_cached(&wasm, cache).map(|(plugin, _)| plugin),
@@ -339,6 +343,37 @@ fn load_component(options: &Options) -> Result<(Arc<Runtime>, Arc<PluginVersion>
     }
     .map_err(|e| format!("loading {}: {e}", options.component))?;
     Ok((runtime, plugin))
+}
+
+/// The compiled-component cache in `dir`, its entries authenticated by the key in
+/// `<data dir>/cache.key`; none (a warning) when that key cannot be had, or when it would sit
+/// inside the cache directory it is meant to vouch for.
+fn component_cache(dir: std::path::PathBuf, data_dir: &std::path::Path) -> Option<ComponentCache> {
+    let key_path = data_dir.join("cache.key");
+    let inside = |path: &std::path::Path| {
+        std::path::absolute(path)
+            .ok()
+            .zip(std::path::absolute(&dir).ok())
+            .is_some_and(|(path, dir)| path.starts_with(dir))
+    };
+    if inside(&key_path) {
+        tracing::warn!(
+            "compiled-component cache: the data directory is inside the cache directory {}, so \
+             its key could not vouch for entries; compiling without the cache",
+            dir.display()
+        );
+        return None;
+    }
+    match CacheKey::load_or_create(&key_path) {
+        Ok(key) => Some(ComponentCache::new(dir, key)),
+        Err(err) => {
+            tracing::warn!(
+                "compiled-component cache: key {}: {err}; compiling without the cache",
+                key_path.display()
+            );
+            None
+        }
+    }
 }
 
 /// The `CRM_*` settings in the environment, for every tenant this process serves. The host

@@ -3,13 +3,18 @@
 //! still works), and the CLI's audit file holding every line once the process has exited.
 
 use crate::fixtures::{fixture_on, get_account, output, plugin_bytes, record_stub, temp_dir};
-use crm_host::cache::{CacheOutcome, ComponentCache};
+use crm_host::cache::{CacheKey, CacheOutcome, ComponentCache};
 use crm_host::{HostLimits, PluginVersion, Runtime};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The key the tests' caches are authenticated with (kept, as in production, outside them).
+fn test_key() -> CacheKey {
+    CacheKey::from_bytes(&[42; 32])
+}
 
 /// A fresh runtime: nothing loaded in memory, so a load goes to the cache.
 fn fresh_runtime() -> Arc<Runtime> {
@@ -43,7 +48,7 @@ fn entry_path(runtime: &Runtime, cache: &ComponentCache) -> std::path::PathBuf {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_load_takes_the_compiled_component_from_the_cache() {
-    let cache = ComponentCache::new(temp_dir("cache-hit"));
+    let cache = ComponentCache::new(temp_dir("cache-hit"), test_key());
     let (first, plugin, outcome) = load(&cache);
     assert_eq!(outcome, CacheOutcome::Compiled);
     assert!(entry_path(&first, &cache).is_file());
@@ -62,7 +67,7 @@ async fn a_second_load_takes_the_compiled_component_from_the_cache() {
 /// Damages the entry with `damage`, then checks the next load ignores it, compiles, serves
 /// calls, and leaves a good entry behind.
 async fn a_damaged_entry_is_rebuilt(name: &str, damage: impl Fn(&Path), reason: &str) {
-    let cache = ComponentCache::new(temp_dir(name));
+    let cache = ComponentCache::new(temp_dir(name), test_key());
     let (runtime, _, _) = load(&cache);
     let entry = entry_path(&runtime, &cache);
     damage(&entry);
@@ -85,7 +90,7 @@ async fn a_corrupt_cache_entry_is_ignored_and_rebuilt() {
         bytes[middle] ^= 0x40;
         std::fs::write(path, bytes).unwrap();
     };
-    a_damaged_entry_is_rebuilt("cache-corrupt", flip_a_byte, "digest").await;
+    a_damaged_entry_is_rebuilt("cache-corrupt", flip_a_byte, "does not verify").await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -94,7 +99,7 @@ async fn a_truncated_cache_entry_is_ignored_and_rebuilt() {
         let bytes = std::fs::read(path).unwrap();
         std::fs::write(path, &bytes[..bytes.len() / 2]).unwrap();
     };
-    a_damaged_entry_is_rebuilt("cache-truncated", halve, "digest").await;
+    a_damaged_entry_is_rebuilt("cache-truncated", halve, "does not verify").await;
     let header_only = |path: &Path| {
         let bytes = std::fs::read(path).unwrap();
         std::fs::write(path, &bytes[..20]).unwrap();
@@ -105,9 +110,10 @@ async fn a_truncated_cache_entry_is_ignored_and_rebuilt() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_entry_compiled_with_other_engine_settings_is_ignored_and_rebuilt() {
     // A well-formed entry, but compiled by an engine without the host's settings (no epoch
-    // interruption, no pooling), put where the host's entry belongs.
+    // interruption, no pooling), put where the host's entry belongs: its tag covers the name it
+    // was written under, so it is refused before wasmtime sees it.
     let other_engine = wasmtime::Engine::default();
-    let foreign = ComponentCache::new(temp_dir("cache-foreign-source"));
+    let foreign = ComponentCache::new(temp_dir("cache-foreign-source"), test_key());
     let (_, outcome) = foreign.component(&other_engine, &plugin_bytes()).unwrap();
     assert_eq!(outcome, CacheOutcome::Compiled);
     let copy_foreign = |path: &Path| {
@@ -119,8 +125,31 @@ async fn an_entry_compiled_with_other_engine_settings_is_ignored_and_rebuilt() {
         );
         std::fs::copy(source, path).unwrap();
     };
-    a_damaged_entry_is_rebuilt("cache-foreign", copy_foreign, "wasmtime refused").await;
+    a_damaged_entry_is_rebuilt("cache-foreign", copy_foreign, "does not verify").await;
     let _ = std::fs::remove_dir_all(foreign.dir());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entry_forged_without_the_key_is_never_loaded() {
+    // A well-formed entry for the host's own engine and component, made by someone who can
+    // write the cache directory but holds another key: wasmtime would load it, the tag stops it.
+    let forger_runtime = fresh_runtime();
+    let forger = ComponentCache::new(temp_dir("cache-forger"), CacheKey::from_bytes(&[7; 32]));
+    let (_, outcome) = forger
+        .component(forger_runtime.engine(), &plugin_bytes())
+        .unwrap();
+    assert_eq!(outcome, CacheOutcome::Compiled);
+    let plant_forgery = |path: &Path| {
+        let forged = forger.entry_path(forger_runtime.engine(), &plugin_bytes());
+        assert_eq!(
+            forged.file_name(),
+            path.file_name(),
+            "same engine, same name"
+        );
+        std::fs::copy(forged, path).unwrap();
+    };
+    a_damaged_entry_is_rebuilt("cache-forged", plant_forgery, "forged").await;
+    let _ = std::fs::remove_dir_all(forger.dir());
 }
 
 fn crm_host(dir: &Path, args: &[&str]) -> std::process::Output {
