@@ -3,7 +3,7 @@
 //! the cache, cold and warm, and the cost of an audit line, the old unbuffered way and now.
 
 use crm_host::audit::AuditEvent;
-use crm_host::cache::{CacheOutcome, ComponentCache};
+use crm_host::cache::{CacheKey, CacheOutcome, ComponentCache};
 use crm_host::{AuditLog, HostLimits, Runtime};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -33,7 +33,7 @@ fn load_figures(wasm: &[u8], dir: &Path) {
     let mut warm = Vec::new();
     for _ in 0..RUNS {
         let _ = std::fs::remove_dir_all(dir);
-        let cache = ComponentCache::new(dir);
+        let cache = ComponentCache::new(dir, CacheKey::from_bytes(&[9; 32]));
         let started = Instant::now();
         let runtime = Runtime::new(HostLimits::default()).unwrap();
         engine.push(started.elapsed());
