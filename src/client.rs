@@ -31,7 +31,7 @@ pub fn execute(
     request: &Request,
     read_hint: HintReader,
 ) -> Result<Answer, ToolError> {
-    let attempts = match request.effect {
+    let attempts = match request.effect() {
         Effect::Read => limits.read_attempts.max(1),
         Effect::Write => 1,
     };
@@ -39,7 +39,7 @@ pub fn execute(
         let last = attempt == attempts;
         match transport.send(request) {
             Ok(response) => {
-                if request.effect == Effect::Write && is_gateway_failure(response.status) {
+                if request.effect() == Effect::Write && is_gateway_failure(response.status) {
                     return Err(write_unknown(
                         request,
                         &format!("the CRM answered {}", response.status),
@@ -58,7 +58,7 @@ pub fn execute(
                 }
             }
             Err(err) => {
-                if request.effect == Effect::Write {
+                if request.effect() == Effect::Write {
                     return Err(if err.may_have_reached_crm() {
                         write_unknown(request, &err.to_string())
                     } else {
@@ -68,7 +68,7 @@ pub fn execute(
                     });
                 }
                 if last || matches!(err, TransportError::ResponseTooLarge { .. }) {
-                    return Err(transport_failure(request.crm, &err, attempt));
+                    return Err(transport_failure(request.crm(), &err, attempt));
                 }
                 transport.sleep(backoff(attempt, limits));
             }
@@ -110,8 +110,8 @@ fn write_unknown(request: &Request, what: &str) -> ToolError {
     ToolError::OutcomeUnknown(format!(
         "{} {} was sent but {what}; it was not retried. Check in the CRM whether the change \
          happened before making it again",
-        request.method.as_str(),
-        request.url.path()
+        request.method().as_str(),
+        request.url().path()
     ))
 }
 
@@ -134,7 +134,7 @@ fn transport_failure(crm: Crm, err: &TransportError, attempts: u32) -> ToolError
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::http::Method;
+    use crate::http::WriteMethod;
     use std::collections::VecDeque;
     use url::Url;
 
@@ -184,19 +184,18 @@ pub(crate) mod tests {
     }
 
     fn read() -> Request {
-        Request::get(
+        Request::read(
             Crm::Salesforce,
             Url::parse("https://broker.example.com/r").unwrap(),
         )
     }
 
     fn write() -> Request {
-        Request::json(
+        Request::write(
             Crm::Hubspot,
-            Method::Post,
+            WriteMethod::Post,
             Url::parse("https://broker.example.com/w").unwrap(),
-            Effect::Write,
-            &serde_json::json!({"Name": "x"}),
+            Some(&serde_json::json!({"Name": "x"})),
         )
     }
 

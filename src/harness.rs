@@ -126,7 +126,7 @@ fn read(tool: &str, output: Result<String, ToolError>) -> Result<Value, ToolErro
 
 /// The JSON body of a sent request.
 pub(crate) fn body(request: &crate::http::Request) -> Value {
-    serde_json::from_slice(request.body.as_deref().expect("a body")).expect("a JSON body")
+    serde_json::from_slice(request.body().expect("a body")).expect("a JSON body")
 }
 
 /// A results directory on the native filesystem, standing in for the host's `result-files`.

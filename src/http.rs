@@ -44,24 +44,67 @@ pub enum Effect {
     Write,
 }
 
+/// The methods a write may use: a write is never a `GET`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteMethod {
+    /// Creates and merges.
+    Post,
+    /// Updates of existing records.
+    Patch,
+    /// HubSpot v4 association creates.
+    Put,
+}
+
+impl From<WriteMethod> for Method {
+    fn from(method: WriteMethod) -> Self {
+        match method {
+            WriteMethod::Post => Method::Post,
+            WriteMethod::Patch => Method::Patch,
+            WriteMethod::Put => Method::Put,
+        }
+    }
+}
+
 /// One outgoing request, fully built and validated; the transport only carries it.
+///
+/// Its fields are private and its constructors say what it does ([`Request::read`],
+/// [`Request::search`], [`Request::write`]), so the method and the effect cannot disagree: a
+/// `PATCH` is always a write, and only a write reaches the preview, the journal and the gate.
+///
+/// ```
+/// use crm_plugin::{error::Crm, http::{Effect, Method, Request, WriteMethod}};
+/// let url: url::Url = "https://broker.example/crm-b/sobjects/Account/001".parse().unwrap();
+/// let update = Request::write(Crm::Salesforce, WriteMethod::Patch, url, None);
+/// assert_eq!((update.method(), update.effect()), (Method::Patch, Effect::Write));
+/// ```
+///
+/// A `PATCH` tagged as a read cannot be written down:
+///
+/// ```compile_fail
+/// use crm_plugin::{error::Crm, http::{Effect, Method, Request}};
+/// let url: url::Url = "https://broker.example/crm-b/sobjects/Account/001".parse().unwrap();
+/// let sneaky = Request { crm: Crm::Salesforce, method: Method::Patch, url, effect: Effect::Read, body: None };
+/// ```
+///
+/// and a write takes no `GET` (nor any method but a [`WriteMethod`]):
+///
+/// ```compile_fail
+/// use crm_plugin::{error::Crm, http::{Method, Request}};
+/// let url: url::Url = "https://broker.example/crm-b/sobjects/Account/001".parse().unwrap();
+/// let odd = Request::write(Crm::Salesforce, Method::Get, url, None);
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct Request {
-    /// The CRM it goes to, so a failure of the answer itself can still name its source.
-    pub crm: Crm,
-    /// The HTTP method.
-    pub method: Method,
-    /// The full broker URL, query string included.
-    pub url: Url,
-    /// Whether the request may be retried; not always implied by the method (a search POSTs).
-    pub effect: Effect,
-    /// JSON body, when the call has one.
-    pub body: Option<Vec<u8>>,
+    crm: Crm,
+    method: Method,
+    url: Url,
+    effect: Effect,
+    body: Option<Vec<u8>>,
 }
 
 impl Request {
-    /// A read with no body.
-    pub fn get(crm: Crm, url: Url) -> Self {
+    /// A read: `GET`, no body, safe to retry.
+    pub fn read(crm: Crm, url: Url) -> Self {
         Request {
             crm,
             method: Method::Get,
@@ -71,21 +114,62 @@ impl Request {
         }
     }
 
-    /// A request carrying a JSON body.
-    pub fn json(
+    /// A search that carries its query in a JSON body: `POST`, yet a read.
+    pub fn search(crm: Crm, url: Url, body: &serde_json::Value) -> Self {
+        Request {
+            crm,
+            method: Method::Post,
+            url,
+            effect: Effect::Read,
+            body: Some(body.to_string().into_bytes()),
+        }
+    }
+
+    /// A write, with its JSON body when it has one: sent at most once.
+    pub fn write(
         crm: Crm,
-        method: Method,
+        method: WriteMethod,
         url: Url,
-        effect: Effect,
-        body: &serde_json::Value,
+        body: Option<&serde_json::Value>,
     ) -> Self {
         Request {
             crm,
-            method,
+            method: method.into(),
             url,
-            effect,
-            body: Some(body.to_string().into_bytes()),
+            effect: Effect::Write,
+            body: body.map(|body| body.to_string().into_bytes()),
         }
+    }
+
+    /// The CRM it goes to, so a failure of the answer itself can still name its source.
+    pub fn crm(&self) -> Crm {
+        self.crm
+    }
+
+    /// The HTTP method, which the constructor chose.
+    pub fn method(&self) -> Method {
+        self.method
+    }
+
+    /// The full broker URL, query string included.
+    pub fn url(&self) -> &Url {
+        &self.url
+    }
+
+    /// Whether the request may be retried; not always implied by the method (a search POSTs).
+    pub fn effect(&self) -> Effect {
+        self.effect
+    }
+
+    /// The JSON body, when the call has one.
+    pub fn body(&self) -> Option<&[u8]> {
+        self.body.as_deref()
+    }
+
+    /// Replaces a write's body (the governance gate adds the provenance marker); what the
+    /// request is stays as it was.
+    pub fn replace_body(&mut self, body: &serde_json::Value) {
+        self.body = Some(body.to_string().into_bytes());
     }
 }
 
@@ -170,4 +254,49 @@ pub trait Transport {
     /// Wall-clock time in milliseconds since the Unix epoch, for default timestamps such as an
     /// activity's `hs_timestamp`.
     fn now_unix_millis(&mut self) -> u64;
+}
+
+#[cfg(test)]
+mod request_tests {
+    use super::*;
+
+    fn url() -> Url {
+        Url::parse("https://broker.example/crm-a/crm/v3/objects/contacts").unwrap()
+    }
+
+    #[test]
+    fn each_constructor_fixes_method_and_effect_together() {
+        let read = Request::read(Crm::Hubspot, url());
+        assert_eq!((read.method(), read.effect()), (Method::Get, Effect::Read));
+        assert_eq!(read.body(), None);
+        let search = Request::search(Crm::Hubspot, url(), &serde_json::json!({"limit": 1}));
+        assert_eq!(
+            (search.method(), search.effect()),
+            (Method::Post, Effect::Read)
+        );
+        for (method, wire) in [
+            (WriteMethod::Post, Method::Post),
+            (WriteMethod::Patch, Method::Patch),
+            (WriteMethod::Put, Method::Put),
+        ] {
+            let write = Request::write(Crm::Hubspot, method, url(), None);
+            assert_eq!((write.method(), write.effect()), (wire, Effect::Write));
+        }
+    }
+
+    #[test]
+    fn replacing_a_body_keeps_what_the_request_is() {
+        let mut write = Request::write(
+            Crm::Hubspot,
+            WriteMethod::Post,
+            url(),
+            Some(&serde_json::json!({"properties": {}})),
+        );
+        write.replace_body(&serde_json::json!({"properties": {"marker": "x"}}));
+        assert_eq!(
+            (write.method(), write.effect()),
+            (Method::Post, Effect::Write)
+        );
+        assert_eq!(write.body(), Some(&br#"{"properties":{"marker":"x"}}"#[..]));
+    }
 }

@@ -142,7 +142,7 @@ impl<'a> Session<'a> {
     /// own reader of when to try again. A write goes through the call's [`WriteGate`] (policy,
     /// preview, confirmation, journal); a call without one sends no write at all.
     pub fn send(&mut self, request: &Request, read_hint: HintReader) -> Result<Answer, ToolError> {
-        if request.effect == Effect::Write {
+        if request.effect() == Effect::Write {
             let Some(mut gate) = self.gate.take() else {
                 return Err(ToolError::Forbidden(
                     "a read-only tool tried to send a write; nothing was sent".into(),

@@ -28,7 +28,7 @@ impl Transport for WasiHttp {
             .map_err(|()| TransportError::NotSent("the request body was already taken".into()))?;
         let future = outgoing_handler::handle(outgoing, Some(self.options()))
             .map_err(|code| TransportError::NotSent(format!("{code:?}")))?;
-        write_body(body, request.body.as_deref())?;
+        write_body(body, request.body())?;
         future.subscribe().block();
         let response = match future.get() {
             Some(Ok(Ok(response))) => response,
@@ -89,20 +89,20 @@ fn build_request(request: &Request) -> Result<OutgoingRequest, TransportError> {
     headers
         .append("accept", b"application/json")
         .map_err(|_| not_sent("header accept"))?;
-    if request.body.is_some() {
+    if request.body().is_some() {
         headers
             .append("content-type", b"application/json")
             .map_err(|_| not_sent("header content-type"))?;
     }
     let outgoing = OutgoingRequest::new(headers);
     // Exhaustive over the core's methods, which have no DELETE.
-    let method = match request.method {
+    let method = match request.method() {
         Method::Get => WasiMethod::Get,
         Method::Post => WasiMethod::Post,
         Method::Patch => WasiMethod::Patch,
         Method::Put => WasiMethod::Put,
     };
-    let url = &request.url;
+    let url = request.url();
     let scheme = match url.scheme() {
         "https" => Scheme::Https,
         "http" => Scheme::Http,

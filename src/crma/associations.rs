@@ -9,7 +9,7 @@ use super::scopes::Operation;
 use super::tools::after;
 use super::types::{AnswerId, Collection, ObjectType, RecordId, decode};
 use crate::error::{Crm, CrmProblem, ToolError};
-use crate::http::{Effect, Method};
+use crate::http::WriteMethod;
 use crate::tool::{CrmEffect, Session, Tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -367,7 +367,7 @@ impl Tool for CreateAssociation {
             ],
             subject.clone(),
         )
-        .with_method(Method::Put, Effect::Write);
+        .writing(WriteMethod::Put, None);
         // HubSpot said yes; an answer that cannot be read leaves only the details unknown.
         let created: CreatedAssociations = serde_json::from_value(client::send(session, call)?)
             .map_err(|err| {

@@ -5,20 +5,28 @@ use super::rate_limits;
 use super::scopes::{Operation, check};
 use crate::client::Answer;
 use crate::error::{Crm, CrmProblem, ToolError};
-use crate::http::{Effect, Method, Request};
+use crate::http::{Effect, Request, WriteMethod};
 use crate::proxy;
 use crate::tool::Session;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+/// What a HubSpot call does on the wire, which fixes its method and whether it may be retried.
+pub(crate) enum Sending {
+    /// `GET`.
+    Read,
+    /// A search `POST`ed with its query in the body: a read.
+    Search(Value),
+    /// A create or change, with its body when it has one (a v4 association `PUT` has none).
+    Write(WriteMethod, Option<Value>),
+}
+
 /// A HubSpot request as data: what it does (for the scope check), how, where and with what.
 pub(crate) struct Call<'a> {
     pub operation: Operation,
-    pub method: Method,
-    pub effect: Effect,
+    pub sending: Sending,
     pub path: Vec<&'a str>,
     pub query: Vec<(&'a str, String)>,
-    pub body: Option<Value>,
     /// Named in not-found messages.
     pub subject: String,
 }
@@ -31,11 +39,9 @@ impl<'a> Call<'a> {
     ) -> Self {
         Call {
             operation,
-            method: Method::Get,
-            effect: Effect::Read,
+            sending: Sending::Read,
             path,
             query: Vec::new(),
-            body: None,
             subject: subject.into(),
         }
     }
@@ -45,18 +51,23 @@ impl<'a> Call<'a> {
         self
     }
 
-    /// A call without a body (a `PUT` that creates an association).
-    pub(crate) fn with_method(mut self, method: Method, effect: Effect) -> Self {
-        self.method = method;
-        self.effect = effect;
+    /// A search: `POST` with the query in `body`, still a read.
+    pub(crate) fn searching(mut self, body: Value) -> Self {
+        self.sending = Sending::Search(body);
         self
     }
 
-    pub(crate) fn with_body(mut self, method: Method, effect: Effect, body: Value) -> Self {
-        self.method = method;
-        self.effect = effect;
-        self.body = Some(body);
+    /// A write with `method`, and its body when it has one.
+    pub(crate) fn writing(mut self, method: WriteMethod, body: Option<Value>) -> Self {
+        self.sending = Sending::Write(method, body);
         self
+    }
+
+    fn effect(&self) -> Effect {
+        match self.sending {
+            Sending::Read | Sending::Search(_) => Effect::Read,
+            Sending::Write(..) => Effect::Write,
+        }
     }
 }
 
@@ -78,15 +89,10 @@ pub(crate) fn send_for<T: DeserializeOwned>(
     let config = session.config()?;
     let query: Vec<(&str, &str)> = call.query.iter().map(|(k, v)| (*k, v.as_str())).collect();
     let url = proxy::crm_a(config, &call.path, &query)?;
-    let request = match &call.body {
-        Some(body) => Request::json(Crm::Hubspot, call.method, url, call.effect, body),
-        None => Request {
-            crm: Crm::Hubspot,
-            method: call.method,
-            url,
-            effect: call.effect,
-            body: None,
-        },
+    let request = match &call.sending {
+        Sending::Read => Request::read(Crm::Hubspot, url),
+        Sending::Search(body) => Request::search(Crm::Hubspot, url, body),
+        Sending::Write(method, body) => Request::write(Crm::Hubspot, *method, url, body.as_ref()),
     };
     let Answer { response, hint } = session.send(&request, rate_limits::hint)?;
     if !response.is_success() {
@@ -103,7 +109,7 @@ pub(crate) fn send_for<T: DeserializeOwned>(
     } else {
         &response.body
     };
-    serde_json::from_slice(body).map_err(|err| match call.effect {
+    serde_json::from_slice(body).map_err(|err| match call.effect() {
         // A write whose answer cannot be read may still have happened.
         Effect::Write => ToolError::OutcomeUnknown(format!(
             "HubSpot answered {} but the answer could not be read ({err}); check {} in HubSpot \

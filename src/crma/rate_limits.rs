@@ -39,7 +39,7 @@ mod tests {
     use url::Url;
 
     fn read() -> Request {
-        Request::get(
+        Request::read(
             Crm::Hubspot,
             Url::parse("https://broker.example.com/r").unwrap(),
         )

@@ -47,7 +47,7 @@ pub fn retry_hint(response: &Response) -> Option<RetryHint> {
 /// among them, `None` when it is or the list cannot be had.
 fn unserved_version(session: &mut Session<'_>) -> Option<CrmProblem> {
     let config = session.config().ok()?;
-    let versions = Request::get(Crm::Salesforce, proxy::crm_b_versions(config));
+    let versions = Request::read(Crm::Salesforce, proxy::crm_b_versions(config));
     let response = session.send(&versions, retry_hint).ok()?.response;
     if !response.is_success() {
         return None;

@@ -243,7 +243,7 @@ impl Pager<'_> {
             check_uri_length(&url)?;
         }
         let subject = format!("result for the query on {}", self.query.object());
-        let response = client::send(session, &Request::get(Crm::Salesforce, url), &subject)?;
+        let response = client::send(session, &Request::read(Crm::Salesforce, url), &subject)?;
         parse_answer(&response, "the query answer")
     }
 

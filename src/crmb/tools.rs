@@ -10,7 +10,7 @@ use super::query::{self, QueryRequest};
 use super::record_url::InstanceUrl;
 use super::records::{Mapping, map_record_fields};
 use crate::error::{Crm, ToolError};
-use crate::http::{Effect, Method, Request};
+use crate::http::{Request, WriteMethod};
 use crate::mapping::CreatedRecord;
 use crate::proxy;
 use crate::tool::{CrmEffect, Session, Tool};
@@ -143,7 +143,7 @@ impl Tool for GetRecord {
             &query,
         )?;
         let subject = format!("{} record {}", input.object, input.record_id);
-        let response = client::send(session, &Request::get(Crm::Salesforce, url), &subject)?;
+        let response = client::send(session, &Request::read(Crm::Salesforce, url), &subject)?;
         let mut record: Record = parse_answer(&response, "the record")?;
         let mapping = Mapping {
             instance: instance.as_ref(),
@@ -249,7 +249,7 @@ impl Tool for GetObjectFields {
             &[],
         )?;
         let subject = format!("object {}", input.object);
-        let response = client::send(session, &Request::get(Crm::Salesforce, url), &subject)?;
+        let response = client::send(session, &Request::read(Crm::Salesforce, url), &subject)?;
         let raw: RawDescribe = parse_answer(&response, "the describe answer")?;
         let filter = FieldFilter {
             name_contains: input.name_contains.filter(|s| !s.trim().is_empty()),
@@ -308,7 +308,7 @@ impl Tool for CreateRecord {
         let instance = InstanceUrl::if_known(session.ctx.instance_url.as_deref())?;
         let config = session.config()?;
         let url = proxy::crm_b(config, &["sobjects", input.object.as_str()], &[])?;
-        let request = Request::json(Crm::Salesforce, Method::Post, url, Effect::Write, &body);
+        let request = Request::write(Crm::Salesforce, WriteMethod::Post, url, Some(&body));
         let response = client::send(session, &request, &format!("object {}", input.object))?;
         let answer: CreateAnswer = serde_json::from_slice(&response.body).map_err(|why| {
             ToolError::OutcomeUnknown(format!(
@@ -377,7 +377,7 @@ impl Tool for UpdateRecord {
             &["sobjects", input.object.as_str(), input.record_id.as_str()],
             &[],
         )?;
-        let request = Request::json(Crm::Salesforce, Method::Patch, url, Effect::Write, &body);
+        let request = Request::write(Crm::Salesforce, WriteMethod::Patch, url, Some(&body));
         let subject = format!("{} record {}", input.object, input.record_id);
         client::send(session, &request, &subject)?;
         let record_url =

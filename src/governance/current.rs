@@ -84,7 +84,7 @@ fn read_salesforce(
         &[("fields", &list)],
     )?;
     let subject = format!("{object} record {record_id}");
-    let response = crmb_client::send(session, &Request::get(Crm::Salesforce, url), &subject)?;
+    let response = crmb_client::send(session, &Request::read(Crm::Salesforce, url), &subject)?;
     let record: Map<String, Value> = serde_json::from_slice(&response.body).map_err(|e| {
         CrmProblem::unexpected_answer(
             Crm::Salesforce,

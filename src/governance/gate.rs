@@ -175,8 +175,7 @@ impl WriteGate {
 /// Puts the provenance marker into a create's body.
 fn mark(request: &mut Request, crm: Crm, field: &str, value: Value) {
     let Some(mut body) = request
-        .body
-        .as_deref()
+        .body()
         .and_then(|b| serde_json::from_slice::<Value>(b).ok())
     else {
         return;
@@ -187,7 +186,7 @@ fn mark(request: &mut Request, crm: Crm, field: &str, value: Value) {
     };
     if let Some(fields) = fields.as_object_mut() {
         fields.insert(field.to_string(), value);
-        request.body = Some(body.to_string().into_bytes());
+        request.replace_body(&body);
     }
 }
 
@@ -279,15 +278,14 @@ impl Stopped {
     ) -> PreviewOutput {
         let path = self
             .request
-            .url
+            .url()
             .path()
             .strip_prefix(root_path.trim_end_matches('/'))
-            .unwrap_or(self.request.url.path())
+            .unwrap_or(self.request.url().path())
             .to_string();
         let body = self
             .request
-            .body
-            .as_deref()
+            .body()
             .and_then(|b| serde_json::from_slice(b).ok());
         let changes = self
             .target
@@ -315,7 +313,7 @@ impl Stopped {
                 object: self.target.object.clone(),
                 record_id: self.target.kind.record_id().map(str::to_string),
                 request: PreviewRequest {
-                    method: self.request.method.as_str().into(),
+                    method: self.request.method().as_str().into(),
                     path,
                     body,
                 },
@@ -365,12 +363,11 @@ mod tests {
     fn the_marker_goes_into_the_fields_each_crm_reads() {
         let config = crate::harness::config(&[]);
         let url = crate::proxy::crm_a(&config, &["crm", "v3", "objects", "notes"], &[]).unwrap();
-        let mut request = Request::json(
+        let mut request = Request::write(
             Crm::Hubspot,
-            crate::http::Method::Post,
+            crate::http::WriteMethod::Post,
             url,
-            crate::http::Effect::Write,
-            &json!({"properties": {"hs_note_body": "hi"}}),
+            Some(&json!({"properties": {"hs_note_body": "hi"}})),
         );
         mark(
             &mut request,
@@ -378,7 +375,7 @@ mod tests {
             "made_by_assistant",
             json!("true"),
         );
-        let body: Value = serde_json::from_slice(request.body.as_deref().unwrap()).unwrap();
+        let body: Value = serde_json::from_slice(request.body().unwrap()).unwrap();
         assert_eq!(body["properties"]["made_by_assistant"], "true");
         assert_eq!(
             created_id(br#"{"id":"512","success":true}"#).as_deref(),

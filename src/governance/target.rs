@@ -75,19 +75,19 @@ pub struct WriteTarget {
 impl WriteTarget {
     /// Reads a write request: its path below the tenant's integration root, and its body.
     pub fn of(request: &Request, config: &Config) -> Result<Self, ToolError> {
-        let root = match request.crm {
+        let root = match request.crm() {
             Crm::Hubspot => proxy::crm_a(config, &[], &[])?,
             Crm::Salesforce => proxy::crm_b(config, &[], &[])?,
         };
         let root = root.path().trim_end_matches('/');
         let rest: Vec<&str> = request
-            .url
+            .url()
             .path()
             .strip_prefix(root)
             .and_then(|p| p.strip_prefix('/'))
             .map(|p| p.split('/').collect())
             .unwrap_or_default();
-        let body: Value = match &request.body {
+        let body: Value = match request.body() {
             Some(bytes) => serde_json::from_slice(bytes).unwrap_or(Value::Null),
             None => Value::Null,
         };
@@ -97,7 +97,7 @@ impl WriteTarget {
             _ => None,
         };
         let fields_at = |v: &Value| v.as_object().cloned().unwrap_or_default();
-        let (kind, object, fields) = match (request.crm, request.method, rest.as_slice()) {
+        let (kind, object, fields) = match (request.crm(), request.method(), rest.as_slice()) {
             (Crm::Hubspot, Method::Post, ["crm", "v3", "objects", "companies", "merge"]) => {
                 let (Some(primary), Some(merged)) = (
                     text(&body["primaryObjectId"]),
@@ -157,7 +157,7 @@ impl WriteTarget {
             _ => return Err(unrecognised(request)),
         };
         Ok(WriteTarget {
-            crm: request.crm,
+            crm: request.crm(),
             kind,
             object: object.to_string(),
             fields,
@@ -168,8 +168,8 @@ impl WriteTarget {
 fn unrecognised(request: &Request) -> ToolError {
     ToolError::Forbidden(format!(
         "a {} to {} is not a write this plugin knows how to govern, so it was not sent",
-        request.method.as_str(),
-        request.url.path()
+        request.method().as_str(),
+        request.url().path()
     ))
 }
 
@@ -177,17 +177,17 @@ fn unrecognised(request: &Request) -> ToolError {
 mod tests {
     use super::*;
     use crate::harness;
-    use crate::http::Effect;
+    use crate::http::WriteMethod;
     use serde_json::json;
 
-    fn write(crm: Crm, method: Method, path: &[&str], body: Value) -> Request {
+    fn write(crm: Crm, method: WriteMethod, path: &[&str], body: Value) -> Request {
         let config = harness::config(&[]);
         let url = match crm {
             Crm::Hubspot => proxy::crm_a(&config, path, &[]),
             Crm::Salesforce => proxy::crm_b(&config, path, &[]),
         }
         .unwrap();
-        Request::json(crm, method, url, Effect::Write, &body)
+        Request::write(crm, method, url, Some(&body))
     }
 
     fn target(request: &Request) -> Result<WriteTarget, ToolError> {
@@ -198,7 +198,7 @@ mod tests {
     fn every_write_the_tools_send_is_recognised() {
         let t = target(&write(
             Crm::Hubspot,
-            Method::Patch,
+            WriteMethod::Patch,
             &["crm", "v3", "objects", "deals", "42"],
             json!({"properties": {"amount": "10"}}),
         ))
@@ -215,7 +215,7 @@ mod tests {
         );
         let t = target(&write(
             Crm::Hubspot,
-            Method::Post,
+            WriteMethod::Post,
             &["crm", "v3", "objects", "companies", "merge"],
             json!({"primaryObjectId": "1", "objectIdToMerge": "2"}),
         ))
@@ -223,7 +223,7 @@ mod tests {
         assert_eq!(t.kind.record_id(), Some("1"));
         let t = target(&write(
             Crm::Hubspot,
-            Method::Put,
+            WriteMethod::Put,
             &[
                 "crm",
                 "v4",
@@ -244,7 +244,7 @@ mod tests {
         );
         let t = target(&write(
             Crm::Salesforce,
-            Method::Post,
+            WriteMethod::Post,
             &["sobjects", "Task"],
             json!({"Subject": "Call"}),
         ))
@@ -257,14 +257,19 @@ mod tests {
         for request in [
             write(
                 Crm::Hubspot,
-                Method::Post,
+                WriteMethod::Post,
                 &["crm", "v3", "objects", "contacts", "batch", "archive"],
                 json!({}),
             ),
-            write(Crm::Salesforce, Method::Post, &["composite"], json!({})),
+            write(
+                Crm::Salesforce,
+                WriteMethod::Post,
+                &["composite"],
+                json!({}),
+            ),
             write(
                 Crm::Hubspot,
-                Method::Post,
+                WriteMethod::Post,
                 &["crm", "v3", "objects", "companies", "merge"],
                 json!({}),
             ),

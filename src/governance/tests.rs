@@ -73,7 +73,7 @@ fn a_preview_reads_and_writes_nothing_and_its_token_writes_once() {
     .unwrap();
     assert_eq!(out["change_id"], "chg-1");
     assert_eq!(
-        (t.sent[0].method, t.sent[1].method),
+        (t.sent[0].method(), t.sent[1].method()),
         (Method::Get, Method::Patch)
     );
     let change = &journal.changes[0];
@@ -94,7 +94,7 @@ fn a_preview_reads_and_writes_nothing_and_its_token_writes_once() {
         "{err}"
     );
     assert!(
-        t.sent.iter().all(|r| r.method == Method::Get),
+        t.sent.iter().all(|r| r.method() == Method::Get),
         "no second write"
     );
 }
@@ -144,7 +144,7 @@ fn the_policy_refuses_before_anything_is_written() {
         matches!(&err, ToolError::InvalidInput(m) if m.contains("preview")),
         "{err}"
     );
-    assert!(t.sent.iter().all(|r| r.method == Method::Get));
+    assert!(t.sent.iter().all(|r| r.method() == Method::Get));
     assert!(journal.changes.is_empty());
 }
 

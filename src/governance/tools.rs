@@ -9,7 +9,7 @@ use crate::crma::scopes::{self, Operation};
 use crate::crma::types::ObjectType;
 use crate::crmb::client as crmb_client;
 use crate::error::{Crm, ToolError};
-use crate::http::{Effect, Method, Request};
+use crate::http::{Request, WriteMethod};
 use crate::proxy;
 use crate::tool::{CrmEffect, Session, Tool};
 use schemars::JsonSchema;
@@ -293,21 +293,16 @@ fn send_update(
                 vec!["crm", "v3", "objects", object, record_id],
                 format!("{object} record {record_id}"),
             )
-            .with_body(
-                Method::Patch,
-                Effect::Write,
-                json!({"properties": properties}),
-            );
+            .writing(WriteMethod::Patch, Some(json!({"properties": properties})));
             crma_client::send(session, call).map(drop)
         }
         Crm::Salesforce => {
             let url = proxy::crm_b(session.config()?, &["sobjects", object, record_id], &[])?;
-            let request = Request::json(
+            let request = Request::write(
                 Crm::Salesforce,
-                Method::Patch,
+                WriteMethod::Patch,
                 url,
-                Effect::Write,
-                &Value::Object(values.clone()),
+                Some(&Value::Object(values.clone())),
             );
             crmb_client::send(session, &request, &format!("{object} record {record_id}")).map(drop)
         }

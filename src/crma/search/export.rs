@@ -23,7 +23,7 @@ use crate::crma::scopes::{self, Operation};
 use crate::crma::types::{ObjectType, PropertyName};
 use crate::crma::wire::RecordObject;
 use crate::error::{Crm, CrmProblem, ToolError};
-use crate::http::{Effect, Method};
+
 use crate::result_file::{self, FileFormat, file_error, fingerprint};
 use crate::tool::Session;
 use schemars::JsonSchema;
@@ -448,7 +448,7 @@ fn search(
         format!("{object} search"),
     )
     // A search is a POST that only reads: safe to retry.
-    .with_body(Method::Post, Effect::Read, body);
+    .searching(body);
     client::send_for(session, call)
 }
 

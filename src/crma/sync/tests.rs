@@ -104,7 +104,7 @@ fn first_run_creates_and_second_run_changes_nothing() {
     let paths: Vec<String> = t
         .sent
         .iter()
-        .map(|r| format!("{}?{}", r.url.path(), r.url.query().unwrap_or_default()))
+        .map(|r| format!("{}?{}", r.url().path(), r.url().query().unwrap_or_default()))
         .collect();
     assert_eq!(
         paths,
@@ -191,8 +191,8 @@ fn every_page_of_owners_is_read() {
     let owner_queries: Vec<&str> = t
         .sent
         .iter()
-        .filter(|r| r.url.path().ends_with("/owners"))
-        .map(|r| r.url.query().unwrap())
+        .filter(|r| r.url().path().ends_with("/owners"))
+        .map(|r| r.url().query().unwrap())
         .collect();
     assert_eq!(
         owner_queries,
@@ -251,7 +251,7 @@ fn missing_scopes_name_both_listings_and_send_nothing() {
         &mut store,
     );
     assert_eq!(out.unwrap()["teams_included"], false);
-    assert!(t.sent.iter().all(|r| !r.url.path().ends_with("/teams")));
+    assert!(t.sent.iter().all(|r| !r.url().path().ends_with("/teams")));
     assert!(
         !store.mappings[&(MappingKind::User, "1".into())]
             .fields

@@ -9,7 +9,7 @@ use crate::crma::search::{self, FilterGroup, Search, SearchAnswer, SearchOutput,
 use crate::crma::types::{ObjectType, PropertyName, RecordId};
 use crate::crma::wire::RecordObject;
 use crate::error::ToolError;
-use crate::http::{Effect, Method};
+
 use crate::tool::{CrmEffect, Session, Tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -156,7 +156,7 @@ fn run_search(session: &mut Session<'_>, search: &Search) -> Result<SearchAnswer
         format!("{object} search"),
     )
     // A search is a POST that only reads: safe to retry.
-    .with_body(Method::Post, Effect::Read, body);
+    .searching(body);
     client::send_for(session, call)
 }
 

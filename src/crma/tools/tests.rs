@@ -153,9 +153,9 @@ fn search_sends_hubspots_documented_body() {
         "sorts": [{"property": "amount", "direction": "DESCENDING"}],
         "properties": ["dealname", "amount"], "limit": 20, "cursor": "0"
     })).unwrap();
-    assert_eq!(t.sent[0].method, Method::Post);
+    assert_eq!(t.sent[0].method(), Method::Post);
     assert_eq!(
-        t.sent[0].url.path(),
+        t.sent[0].url().path(),
         "/sdk/proxy/hubspot/crm/v3/objects/deals/search"
     );
     assert_eq!(
@@ -186,13 +186,13 @@ fn get_record_reads_the_record_by_id_not_through_search() {
     )
     .unwrap();
     assert_eq!(t.sent.len(), 1);
-    assert_eq!(t.sent[0].method, Method::Get);
+    assert_eq!(t.sent[0].method(), Method::Get);
     assert_eq!(
-        t.sent[0].url.path(),
+        t.sent[0].url().path(),
         "/sdk/proxy/hubspot/crm/v3/objects/contacts/51"
     );
     assert_eq!(
-        t.sent[0].url.query(),
+        t.sent[0].url().query(),
         Some("archived=false&properties=email%2Cfirstname")
     );
     assert_eq!(out["properties"]["email"], "ana@example.com");
@@ -218,7 +218,7 @@ fn get_record_says_when_a_record_is_archived() {
         json!({"object_type": "contacts", "record_id": "51"}),
     )
     .unwrap();
-    assert_eq!(t.sent[1].url.query(), Some("archived=true"));
+    assert_eq!(t.sent[1].url().query(), Some("archived=true"));
     assert_eq!(out["archived"], true);
     assert_eq!(out["archived_at"], "2025-10-01T10:00:00Z");
     assert!(out["note"].as_str().unwrap().contains("recycle bin"));
@@ -263,7 +263,7 @@ fn in_values_are_lower_cased_for_strings_only() {
         ]}]}),
     )
     .unwrap();
-    let paths: Vec<&str> = t.sent.iter().map(|r| r.url.path()).collect();
+    let paths: Vec<&str> = t.sent.iter().map(|r| r.url().path()).collect();
     assert_eq!(
         paths,
         [
@@ -316,7 +316,7 @@ fn date_properties_are_sent_as_dates_or_refused() {
     )
     .unwrap();
     assert_eq!(
-        t.sent[0].url.path(),
+        t.sent[0].url().path(),
         "/sdk/proxy/hubspot/crm/v3/properties/contacts/renewal_date"
     );
     assert_eq!(body(&t, 1)["properties"]["renewal_date"], "2026-11-30");
@@ -394,7 +394,7 @@ fn opaque_paging_tokens_are_accepted_and_sent_back() {
         json!({"cursor": "NTI1Cg%3D%3D"}),
     )
     .unwrap();
-    let sent = t.sent[0].url.query().unwrap();
+    let sent = t.sent[0].url().query().unwrap();
     let after: Vec<(String, String)> = url::form_urlencoded::parse(sent.as_bytes())
         .into_owned()
         .filter(|(k, _)| k == "after")
@@ -422,7 +422,7 @@ fn create_sends_string_properties_and_default_associations() {
     })).unwrap();
     assert_eq!(out["id"], "901");
     assert_eq!(
-        t.sent[0].url.path(),
+        t.sent[0].url().path(),
         "/sdk/proxy/hubspot/crm/v3/objects/deals"
     );
     assert_eq!(
@@ -515,11 +515,11 @@ fn update_and_merge_shapes() {
     .unwrap();
     assert_eq!(out["change_id"], "chg-1");
     assert_eq!(
-        (t.sent[0].method, t.sent[0].url.query()),
+        (t.sent[0].method(), t.sent[0].url().query()),
         (Method::Get, Some("properties=name%2Chs_updated_by_user_id"))
     );
     assert_eq!(
-        (t.sent[1].method, t.sent[1].url.path()),
+        (t.sent[1].method(), t.sent[1].url().path()),
         (
             Method::Patch,
             "/sdk/proxy/hubspot/crm/v3/objects/companies/7"
@@ -534,7 +534,7 @@ fn update_and_merge_shapes() {
     )
     .unwrap();
     assert_eq!(
-        t.sent[0].url.path(),
+        t.sent[0].url().path(),
         "/sdk/proxy/hubspot/crm/v3/objects/companies/merge"
     );
     assert_eq!(
@@ -555,8 +555,8 @@ fn owners_and_users_page_with_cursors() {
         json!({"archived": true, "limit": 50}),
     )
     .unwrap();
-    assert_eq!(t.sent[0].url.path(), "/sdk/proxy/hubspot/crm/v3/owners");
-    assert_eq!(t.sent[0].url.query(), Some("limit=50&archived=true"));
+    assert_eq!(t.sent[0].url().path(), "/sdk/proxy/hubspot/crm/v3/owners");
+    assert_eq!(t.sent[0].url().query(), Some("limit=50&archived=true"));
     assert_eq!(out["results"][0]["user_id"], 9001);
     assert_eq!(out["next_cursor"], "41");
     let mut t = ScriptedTransport::new([response(
@@ -569,7 +569,7 @@ fn owners_and_users_page_with_cursors() {
         json!({"cursor": "abc"}),
     )
     .unwrap();
-    assert_eq!(t.sent[0].url.query(), Some("limit=100&after=abc"));
+    assert_eq!(t.sent[0].url().query(), Some("limit=100&after=abc"));
     assert_eq!(out["results"][0]["role_ids"], json!(["3"]));
     assert!(out.get("next_cursor").is_none());
 }
@@ -686,11 +686,11 @@ fn associations_read_every_page_up_to_the_budget_with_v4_type_ids() {
     )
     .unwrap();
     assert_eq!(
-        t.sent[0].url.path(),
+        t.sent[0].url().path(),
         "/sdk/proxy/hubspot/crm/v4/objects/deals/5/associations/0-47"
     );
-    assert_eq!(t.sent[0].url.query(), Some("limit=500"));
-    assert_eq!(t.sent[1].url.query(), Some("limit=500&after=MTAx"));
+    assert_eq!(t.sent[0].url().query(), Some("limit=500"));
+    assert_eq!(t.sent[1].url().query(), Some("limit=500&after=MTAx"));
     assert_eq!(out["count"], 2);
     assert_eq!(out["results"][0]["to_object_id"], "101");
     assert_eq!(
@@ -711,7 +711,7 @@ fn associations_read_every_page_up_to_the_budget_with_v4_type_ids() {
     )
     .unwrap();
     assert_eq!(
-        t.sent[0].url.as_str(),
+        t.sent[0].url().as_str(),
         "https://broker.example.com/sdk/proxy/hubspot/crm/v4/objects/0-48/5/associations/contacts?limit=1"
     );
     assert_eq!(out["next_cursor"], "MTAx");
@@ -729,12 +729,12 @@ fn create_association_is_a_bodiless_v4_put_sent_once() {
         json!({"object_type": "contacts", "record_id": "5", "to_object_type": "companies", "to_record_id": "6"}),
     )
     .unwrap();
-    assert_eq!(t.sent[0].method, Method::Put);
+    assert_eq!(t.sent[0].method(), Method::Put);
     assert_eq!(
-        t.sent[0].url.path(),
+        t.sent[0].url().path(),
         "/sdk/proxy/hubspot/crm/v4/objects/contacts/5/associations/default/companies/6"
     );
-    assert!(t.sent[0].body.is_none());
+    assert!(t.sent[0].body().is_none());
     assert_eq!(out["association_types"][0]["type_id"], 279);
     let mut t = ScriptedTransport::new([response(503, "")]);
     let err = run::<CreateAssociation>(
@@ -762,7 +762,7 @@ fn log_activity_sends_timestamp_owner_and_pinned_associations() {
     )
     .unwrap();
     assert_eq!(
-        t.sent[0].url.path(),
+        t.sent[0].url().path(),
         "/sdk/proxy/hubspot/crm/v3/objects/calls"
     );
     let types =
@@ -908,7 +908,7 @@ fn metadata_tools_call_the_documented_paths() {
     )
     .unwrap();
     assert_eq!(
-        t.sent[0].url.path(),
+        t.sent[0].url().path(),
         "/sdk/proxy/hubspot/crm/v3/pipelines/deals/default/stages"
     );
     assert_eq!(out["stages"][0]["id"], "closedwon");
@@ -926,7 +926,7 @@ fn metadata_tools_call_the_documented_paths() {
     )
     .unwrap();
     assert_eq!(
-        t.sent[0].url.path(),
+        t.sent[0].url().path(),
         "/sdk/proxy/hubspot/crm/v3/pipelines/deals"
     );
     assert_eq!(out["pipelines"][0]["stages"][0]["id"], "a");
@@ -942,7 +942,7 @@ fn metadata_tools_call_the_documented_paths() {
     )
     .unwrap();
     assert_eq!(
-        t.sent[0].url.path(),
+        t.sent[0].url().path(),
         "/sdk/proxy/hubspot/crm/v3/properties/companies"
     );
     assert_eq!(
@@ -957,7 +957,7 @@ fn metadata_tools_call_the_documented_paths() {
     )]);
     let out = run::<ListRoles>(&mut t, &["settings.users.read"], json!({})).unwrap();
     assert_eq!(
-        t.sent[0].url.path(),
+        t.sent[0].url().path(),
         "/sdk/proxy/hubspot/settings/v3/users/roles"
     );
     assert_eq!(out["results"], json!([{"id": "100", "name": "Sales rep"}]));
@@ -966,7 +966,7 @@ fn metadata_tools_call_the_documented_paths() {
     let mut t = ScriptedTransport::new([response(200, details)]);
     let out = run::<GetAccountDetails>(&mut t, &["oauth"], json!({})).unwrap();
     assert_eq!(
-        t.sent[0].url.path(),
+        t.sent[0].url().path(),
         "/sdk/proxy/hubspot/account-info/v3/details"
     );
     assert_eq!(

@@ -9,7 +9,7 @@ use crate::crma::properties;
 use crate::crma::scopes::Operation;
 use crate::crma::types::{ObjectType, RecordId};
 use crate::error::ToolError;
-use crate::http::{Effect, Method};
+use crate::http::WriteMethod;
 use crate::mapping::CreatedRecord;
 use crate::tool::{CrmEffect, Session, Tool};
 use schemars::JsonSchema;
@@ -102,7 +102,7 @@ pub(crate) fn create_record(
         vec!["crm", "v3", "objects", &object],
         format!("new {object} record"),
     )
-    .with_body(Method::Post, Effect::Write, body);
+    .writing(WriteMethod::Post, Some(body));
     let answer = client::send(session, call)?;
     let WrittenRecord { id } = WrittenRecord::deserialize(&answer).map_err(|err| {
         ToolError::OutcomeUnknown(format!(
@@ -170,7 +170,7 @@ impl Tool for UpdateRecord {
             vec!["crm", "v3", "objects", &object, &id],
             format!("{object} record {id}"),
         )
-        .with_body(Method::Patch, Effect::Write, json!({"properties": wire}));
+        .writing(WriteMethod::Patch, Some(json!({"properties": wire})));
         // A success status is the whole answer: the record HubSpot returns is not needed.
         client::send(session, call)?;
         Ok(UpdatedOutput {
@@ -225,7 +225,7 @@ impl Tool for MergeCompanies {
             vec!["crm", "v3", "objects", "companies", "merge"],
             format!("companies {} and {}", input.primary_id, input.merge_id),
         )
-        .with_body(Method::Post, Effect::Write, body);
+        .writing(WriteMethod::Post, Some(body));
         let WrittenRecord { id } = client::send_for(session, call)?;
         Ok(MergedOutput {
             id,

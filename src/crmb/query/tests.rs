@@ -51,7 +51,7 @@ fn opportunity_id(n: u64) -> String {
 
 impl Transport for PagedOrg {
     fn send(&mut self, request: &Request) -> Result<Response, TransportError> {
-        let path = request.url.path().to_string();
+        let path = request.url().path().to_string();
         self.sent.push(path.clone());
         let offset = match path.rsplit_once(&format!("/query/{LOCATOR}-")) {
             Some((_, offset)) => offset.parse().unwrap(),
@@ -297,11 +297,11 @@ fn the_query_is_sent_form_encoded_to_the_query_path() {
     assert_eq!(out["records"], json!([]));
     assert_eq!(out["done"], true);
     assert_eq!(
-        t.sent[0].url.path(),
+        t.sent[0].url().path(),
         "/sdk/proxy/salesforce/services/data/v65.0/query"
     );
     assert_eq!(
-        t.sent[0].url.query(),
+        t.sent[0].url().query(),
         Some("q=SELECT+Id+FROM+Account+WHERE+Name+%3D+%27A%26B%27")
     );
 }
@@ -434,7 +434,7 @@ fn a_query_too_long_for_the_url_is_refused_before_sending() {
     let mut t =
         ScriptedTransport::new([response(200, r#"{"totalSize":0,"done":true,"records":[]}"#)]);
     run_with(&mut t, &config(&[]), json!({"query": fits})).unwrap();
-    let url = &t.sent[0].url;
+    let url = &t.sent[0].url();
     assert!(url.path().len() + url.query().unwrap().len() < super::MAX_QUERY_URL_BYTES);
 }
 
@@ -458,7 +458,10 @@ fn a_version_the_org_does_not_serve_is_named_with_the_one_to_use() {
     };
     assert_eq!(problem.codes, ["API_VERSION_NOT_SUPPORTED"]);
     assert!(problem.hint.contains("v66.0") && problem.hint.contains("CRM_B_API_VERSION"));
-    assert_eq!(t.sent[1].url.path(), "/sdk/proxy/salesforce/services/data/");
+    assert_eq!(
+        t.sent[1].url().path(),
+        "/sdk/proxy/salesforce/services/data/"
+    );
 
     // A served version: the 404 stays "not found".
     let mut t = ScriptedTransport::new([response(404, not_found), response(200, versions)]);

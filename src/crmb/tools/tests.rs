@@ -62,12 +62,12 @@ fn get_record_builds_the_request_and_maps_the_record() {
     let mut t = ScriptedTransport::new([response(200, &body.to_string())]);
     let out = run(&mut t, &ctx(), "crmb_get_record", json!({"object": "Account", "record_id": "001000000000001AAA", "fields": ["Name", "Industry"]})).unwrap();
     let sent = &t.sent[0];
-    assert_eq!(sent.method, Method::Get);
+    assert_eq!(sent.method(), Method::Get);
     assert_eq!(
-        sent.url.path(),
+        sent.url().path(),
         "/sdk/proxy/salesforce/services/data/v65.0/sobjects/Account/001000000000001AAA"
     );
-    assert_eq!(sent.url.query(), Some("fields=Name%2CIndustry"));
+    assert_eq!(sent.url().query(), Some("fields=Name%2CIndustry"));
     assert_eq!(out["record"]["Name"], "Acme");
     assert!(out["record"].get("attributes").is_none());
     assert_eq!(
@@ -146,13 +146,13 @@ fn create_posts_the_field_map_once_and_returns_id_and_link() {
     );
     let sent = &t.sent[0];
     assert_eq!(
-        (sent.method, sent.url.path()),
+        (sent.method(), sent.url().path()),
         (
             Method::Post,
             "/sdk/proxy/salesforce/services/data/v65.0/sobjects/Account"
         )
     );
-    let body: Value = serde_json::from_slice(sent.body.as_deref().unwrap()).unwrap();
+    let body: Value = serde_json::from_slice(sent.body().unwrap()).unwrap();
     assert_eq!(body, json!({"Name": "Initech", "NumberOfEmployees": 250}));
 }
 
@@ -210,14 +210,14 @@ fn update_patches_and_treats_204_as_success() {
         out["record_url"],
         "https://acme.lightning.force.com/lightning/r/Opportunity/006000000000001/view"
     );
-    assert_eq!(t.sent[0].method, Method::Get);
+    assert_eq!(t.sent[0].method(), Method::Get);
     assert_eq!(
-        t.sent[0].url.query(),
+        t.sent[0].url().query(),
         Some("fields=StageName%2CLastModifiedById")
     );
-    assert_eq!(t.sent[1].method, Method::Patch);
+    assert_eq!(t.sent[1].method(), Method::Patch);
     assert_eq!(
-        t.sent[1].url.path(),
+        t.sent[1].url().path(),
         "/sdk/proxy/salesforce/services/data/v65.0/sobjects/Opportunity/006000000000001"
     );
     let mut t = ScriptedTransport::default();
@@ -243,7 +243,7 @@ fn object_fields_are_compact_and_filtered() {
     )
     .unwrap();
     assert_eq!(
-        t.sent[0].url.path(),
+        t.sent[0].url().path(),
         "/sdk/proxy/salesforce/services/data/v65.0/sobjects/Account/describe"
     );
     assert_eq!(out["object"], "Account");

@@ -308,7 +308,7 @@ impl Transport for Portal {
     fn send(&mut self, request: &Request) -> Result<Response, TransportError> {
         assert!(
             request
-                .url
+                .url()
                 .path()
                 .ends_with("/crm/v3/objects/contacts/search")
         );
