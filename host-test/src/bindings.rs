@@ -8,16 +8,30 @@ wasmtime::component::bindgen!({
         "wasi:http": wasmtime_wasi_http::p2::bindings::http,
         "wasi:io": wasmtime_wasi::p2::bindings::io,
         "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
-        "crm:plugin/result-files.result-file": crate::files::ResultFile,
+        "crm:plugin/result-files.result-file": crate::result_file::ResultFile,
         "crm:plugin/mapping-store.mapping-change": crate::mappings::MappingChange,
     },
     require_store_data_send: true,
 });
 
+use crate::governance::HostPolicy;
+
 pub use exports::crm::plugin::tool_metadata::{ToolAnnotations, ToolMetadata};
 pub use exports::crm::plugin::tools::{CallContext, ToolError, ToolSpec};
 
 impl ToolError {
+    /// The error with what a masked field could leak taken out, as answers are masked: only a
+    /// `crm-error` carries the CRM's own words (see [`HostPolicy::mask_crm_error`]); the
+    /// component's own refusals name masked fields but never hold values, and are kept.
+    pub fn masked_by(self, policy: &HostPolicy) -> ToolError {
+        match self {
+            ToolError::CrmError(payload) if policy.masks() => {
+                ToolError::CrmError(policy.mask_crm_error(payload))
+            }
+            other => other,
+        }
+    }
+
     /// The WIT case name.
     pub fn kind(&self) -> &'static str {
         match self {

@@ -7,8 +7,8 @@
 //! nothing), and each disconnect moves the CRM's generation on, so a call that started before
 //! it (a running sync) can tell and write nothing. Calls to the other CRM go on as before.
 
+use crate::credential::Credential;
 use crate::egress::Integration;
-use crate::hooks::Credential;
 use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 

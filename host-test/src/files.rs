@@ -5,25 +5,15 @@
 //! Each call's store holds only its own tenant's directory.
 
 use crate::bindings::crm::plugin::result_files;
-use crate::runtime::CallState;
-use std::fs::{self, File};
-use std::io::Write;
+use crate::governance::HostPolicy;
+use crate::result_file::ResultFile;
+use std::fs;
 use std::path::{Path, PathBuf};
-use wasmtime::component::Resource;
+use std::sync::Arc;
+use wasmtime::component::{HasData, Resource, ResourceTable};
 
 /// Longest file name a component may use.
 const MAX_NAME_LEN: usize = 128;
-
-/// A result file being written, as the component's `result-file` resource.
-pub struct ResultFile {
-    file: File,
-    written: u64,
-    /// The tenant's policy when it masks fields: each line is masked before it is written, so
-    /// a masked value never reaches the disk.
-    mask: Option<std::sync::Arc<crate::governance::HostPolicy>>,
-    /// The end of the last write, not yet a whole line.
-    partial: Vec<u8>,
-}
 
 /// One tenant's results directory with the per-file size ceiling, as a call's store holds it.
 #[derive(Debug)]
@@ -70,10 +60,25 @@ pub(crate) fn path_in(dir: &Path, name: &str) -> Result<PathBuf, String> {
     }
 }
 
-impl CallState {
+/// `result-files` as one call sees it: its tenant's directory, the call's resource table, and
+/// the tenant's policy (which masks each line written).
+pub(crate) struct FilesView<'a> {
+    pub(crate) results: Option<&'a mut ResultsDir>,
+    pub(crate) table: &'a mut ResourceTable,
+    pub(crate) policy: &'a Arc<HostPolicy>,
+}
+
+/// The `result-files` capability, for the linker: its host data is a [`FilesView`].
+pub(crate) struct ResultFiles;
+
+impl HasData for ResultFiles {
+    type Data<'a> = FilesView<'a>;
+}
+
+impl FilesView<'_> {
     fn results_dir(&self) -> Result<&ResultsDir, String> {
         self.results
-            .as_ref()
+            .as_deref()
             .ok_or_else(|| "this tenant has no results directory".to_string())
     }
 
@@ -82,7 +87,7 @@ impl CallState {
     }
 }
 
-impl result_files::Host for CallState {
+impl result_files::Host for FilesView<'_> {
     fn create(&mut self, name: String) -> Result<Resource<ResultFile>, String> {
         let path = path_in(&self.results_dir()?.dir, &name)?;
         let file = crate::private_fs::options()
@@ -95,12 +100,7 @@ impl result_files::Host for CallState {
         }
         let mask = self.policy.masks().then(|| self.policy.clone());
         self.table
-            .push(ResultFile {
-                file,
-                written: 0,
-                mask,
-                partial: Vec::new(),
-            })
+            .push(ResultFile::new(file, mask))
             .map_err(|e| e.to_string())
     }
 
@@ -124,41 +124,16 @@ impl result_files::Host for CallState {
     }
 }
 
-impl result_files::HostResultFile for CallState {
+impl result_files::HostResultFile for FilesView<'_> {
     fn write(&mut self, file: Resource<ResultFile>, bytes: Vec<u8>) -> Result<(), String> {
         let max = self.results_dir()?.max_file_bytes;
         let file = self.table.get_mut(&file).map_err(|e| e.to_string())?;
-        if file.written + bytes.len() as u64 > max {
-            return Err(format!(
-                "the result file would pass the host's limit of {max} bytes"
-            ));
-        }
-        file.written += bytes.len() as u64;
-        let Some(policy) = file.mask.clone() else {
-            return file.file.write_all(&bytes).map_err(|e| e.to_string());
-        };
-        file.partial.extend_from_slice(&bytes);
-        let Some(end) = file.partial.iter().rposition(|b| *b == b'\n') else {
-            return Ok(());
-        };
-        let whole: Vec<u8> = file.partial.drain(..=end).collect();
-        let mut masked = Vec::with_capacity(whole.len());
-        for line in whole.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
-            masked.extend(policy.mask_line(line).unwrap_or_default());
-            masked.push(b'\n');
-        }
-        file.file.write_all(&masked).map_err(|e| e.to_string())
+        file.append(&bytes, max)
     }
 
     fn drop(&mut self, file: Resource<ResultFile>) -> wasmtime::Result<()> {
-        let mut file = self.table.delete(file)?;
-        // A last line without its newline is masked like the others.
-        if let Some(policy) = file.mask.clone()
-            && !file.partial.is_empty()
-            && let Some(line) = policy.mask_line(&file.partial)
-        {
-            file.file.write_all(&line)?;
-        }
+        let file = self.table.delete(file)?;
+        file.finish()?;
         Ok(())
     }
 }

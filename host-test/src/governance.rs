@@ -4,7 +4,6 @@
 //! whatever the component did. The component enforces the same policy on each write it builds
 //! (see `src/governance/`); this is the second wall.
 
-use crate::bindings::ToolError;
 use serde_json::Value;
 
 /// What an error about a masked field says instead of the CRM's own words.
@@ -163,22 +162,11 @@ impl HostPolicy {
         }
     }
 
-    /// A tool error with what a masked field could leak taken out, as answers are masked: a
-    /// JSON payload (a `crm-error`) has masked keys replaced, and when the CRM's error concerns
-    /// a masked field (it is among the error's `fields`, or named in its messages) the CRM's
-    /// own words, which may quote the value, are replaced by a note. The component's own
-    /// refusals name masked fields but never hold values, and are kept.
-    pub fn mask_error(&self, error: ToolError) -> ToolError {
-        if !self.masks() {
-            return error;
-        }
-        match error {
-            ToolError::CrmError(payload) => ToolError::CrmError(self.mask_crm_error(payload)),
-            other => other,
-        }
-    }
-
-    fn mask_crm_error(&self, payload: String) -> String {
+    /// A `crm-error` payload with what a masked field could leak taken out: masked keys are
+    /// replaced, and when the CRM's error concerns a masked field (it is among the error's
+    /// `fields`, or named in its messages) the CRM's own words, which may quote the value, are
+    /// replaced by a note.
+    pub fn mask_crm_error(&self, payload: String) -> String {
         let Ok(mut value) = serde_json::from_str::<Value>(&payload) else {
             return match self.named_in(&payload) {
                 Some(field) => masked_note(field),
@@ -233,6 +221,7 @@ impl HostPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bindings::ToolError;
     use serde_json::json;
 
     fn policy(settings: &[(&str, &str)]) -> HostPolicy {
@@ -280,8 +269,8 @@ mod tests {
         let about_email = json!({"crm": "hubspot", "status": 400, "codes": ["VALIDATION_ERROR"],
             "messages": ["Property values were not valid: maria@acme.example is not a valid email"],
             "fields": ["email"], "hint": "fix email"});
-        let masked = p
-            .mask_error(ToolError::CrmError(about_email.to_string()))
+        let masked = ToolError::CrmError(about_email.to_string())
+            .masked_by(&p)
             .message();
         assert!(!masked.contains("maria@acme.example"), "{masked}");
         assert!(
@@ -290,20 +279,20 @@ mod tests {
         );
         let named_only = json!({"crm": "salesforce", "status": 400, "codes": ["INVALID_FIELD"],
             "messages": ["Phone: value 555-0100 is too long"], "fields": []});
-        let masked = p
-            .mask_error(ToolError::CrmError(named_only.to_string()))
+        let masked = ToolError::CrmError(named_only.to_string())
+            .masked_by(&p)
             .message();
         assert!(!masked.contains("555-0100"), "{masked}");
         let other = json!({"crm": "salesforce", "status": 400, "codes": ["INVALID_FIELD"],
             "messages": ["No such column 'Nmae'"], "fields": ["Nmae"]})
         .to_string();
-        let kept = p.mask_error(ToolError::CrmError(other.clone()));
+        let kept = ToolError::CrmError(other.clone()).masked_by(&p);
         assert_eq!(
             serde_json::from_str::<Value>(&kept.message()).unwrap(),
             serde_json::from_str::<Value>(&other).unwrap()
         );
         let refusal = ToolError::Forbidden("field Phone is masked".into());
-        let kept = p.mask_error(refusal);
+        let kept = refusal.masked_by(&p);
         assert_eq!(
             (kept.kind(), kept.message().as_str()),
             ("forbidden", "field Phone is masked"),

@@ -10,8 +10,9 @@
 use crate::audit::{AuditEvent, AuditLog, millis};
 use crate::backend::Backend;
 use crate::connections::Connections;
+use crate::credential::CREDENTIAL_HEADER;
 use crate::egress::{Admitted, Integration, Policy, Refusal, Roots};
-use http::{HeaderName, HeaderValue};
+use http::HeaderValue;
 use http_body_util::{BodyExt, Full, Limited};
 use std::fmt;
 use std::sync::Arc;
@@ -22,41 +23,12 @@ use wasmtime_wasi_http::{
     WasiHttpHooks,
 };
 
-/// The header that carries the tenant's signed broker credential.
-pub const CREDENTIAL_HEADER: HeaderName = HeaderName::from_static("x-proxy-credential");
-
 /// Response headers that may carry a correlation id, in order of preference.
 const CORRELATION_HEADERS: &[&str] = &[
     "x-hubspot-correlation-id",
     "x-correlation-id",
     "x-request-id",
 ];
-
-/// A tenant's broker credential. Its `Debug` never shows the value.
-#[derive(Clone)]
-pub struct Credential(Arc<str>);
-
-impl Credential {
-    pub fn new(value: impl Into<Arc<str>>) -> Self {
-        Credential(value.into())
-    }
-
-    fn header_value(&self) -> Result<HeaderValue, HttpError> {
-        let mut value = HeaderValue::from_str(&self.0).map_err(|_| {
-            HttpError::InternalError(Some(
-                "the tenant credential is not a valid header value".into(),
-            ))
-        })?;
-        value.set_sensitive(true);
-        Ok(value)
-    }
-}
-
-impl fmt::Debug for Credential {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Credential(<redacted>)")
-    }
-}
 
 /// The one origin (scheme, host, port) a tenant's calls may reach.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -409,11 +381,5 @@ mod tests {
             ),
             Err(Denial::Egress(Refusal::Delete))
         );
-    }
-
-    #[test]
-    fn credentials_do_not_print() {
-        let c = Credential::new("secret-token");
-        assert!(!format!("{c:?}").contains("secret"));
     }
 }

@@ -9,11 +9,12 @@ use crate::audit::{AuditEvent, AuditLog, millis};
 use crate::backend::Backend;
 use crate::bindings::{CallContext, ToolError, ToolMetadata, ToolSpec};
 use crate::connections::Connections;
+use crate::credential::Credential;
 use crate::egress::{Integration, Roots};
 use crate::governance::HostPolicy;
-use crate::hooks::{BrokerHooks, BrokerOrigin, Credential, EgressScope};
+use crate::hooks::{BrokerHooks, BrokerOrigin, EgressScope};
 use crate::mappings::{MappingDb, MappingLocation};
-use crate::runtime::{PluginVersion, Runtime, TenantResources};
+use crate::runtime::{PluginVersion, Runtime, TenantResources, ToolListing};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,7 +38,7 @@ pub struct TenantSpec {
     pub proxy_base: Url,
     pub credential: Credential,
     /// Non-secret settings served to the component by `wasi:config/store` (`CRM_*`, documented
-    /// in the README). `CRM_PROXY_BASE` is always taken from `proxy_base`.
+    /// in host-test/README.md). `CRM_PROXY_BASE` is always taken from `proxy_base`.
     pub settings: Vec<(String, String)>,
     /// A directory only this tenant's calls may write, for large query results (JSON Lines),
     /// through `result-files`; `None` keeps every result inline.
@@ -64,13 +65,6 @@ struct TenantEntry {
     /// The operator's policy for the tenant: hidden tools, masked fields, token lifetime.
     policy: Arc<HostPolicy>,
     plugin: Arc<PluginVersion>,
-}
-
-/// What a component version lists: its tool specs and their metadata.
-#[derive(Debug)]
-pub struct ToolListing {
-    pub specs: Vec<ToolSpec>,
-    pub metadata: Vec<ToolMetadata>,
 }
 
 /// One tool call as the host receives it.
@@ -554,7 +548,7 @@ impl Host {
             // Masked fields never leave the host, whatever the component answered.
             Ok(Ok(Ok(output))) => Ok(entry.policy.mask_text(output)),
             // And masked values never leave through an error's words either.
-            Ok(Ok(Err(tool_error))) => Err(CallError::Tool(entry.policy.mask_error(tool_error))),
+            Ok(Ok(Err(tool_error))) => Err(CallError::Tool(tool_error.masked_by(&entry.policy))),
             Ok(Err(trap)) => Err(CallError::Plugin(format!("{trap:#}"))),
             Err(_) => Err(CallError::Plugin(format!(
                 "the call took longer than {timeout:?}"

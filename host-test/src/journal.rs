@@ -3,17 +3,24 @@
 //! changes or redeem its tokens.
 
 use crate::bindings::crm::plugin::change_journal as wit;
+use crate::governance::HostPolicy;
+use crate::mappings::MappingDb;
 use crate::mappings::journal::{CallIdentity, Kind, NewChange, Refusal, Status};
-use crate::runtime::CallState;
+use wasmtime::component::HasData;
 
-impl CallState {
-    fn identity(&self) -> CallIdentity<'_> {
-        CallIdentity {
-            user_id: &self.user_id,
-            tool: &self.hooks.scope.tool,
-            call_id: &self.call_id,
-        }
-    }
+/// `change-journal` as one call sees it: its tenant's journal, and the identity (user, tool,
+/// audit call id) every entry and token is bound to.
+pub(crate) struct JournalView<'a> {
+    pub(crate) db: &'a MappingDb,
+    pub(crate) identity: CallIdentity<'a>,
+    pub(crate) policy: &'a HostPolicy,
+}
+
+/// The `change-journal` capability, for the linker: its host data is a [`JournalView`].
+pub(crate) struct ChangeJournal;
+
+impl HasData for ChangeJournal {
+    type Data<'a> = JournalView<'a>;
 }
 
 fn status(status: wit::ChangeStatus) -> Status {
@@ -55,7 +62,7 @@ fn to_wit(row: crate::mappings::journal::JournalRow) -> wit::Change {
     }
 }
 
-impl wit::Host for CallState {
+impl wit::Host for JournalView<'_> {
     fn journal_change(&mut self, entry: wit::ChangeEntry) -> Result<String, String> {
         let change = NewChange {
             crm: &entry.crm,
@@ -71,7 +78,7 @@ impl wit::Host for CallState {
             new_values: &entry.new_values,
             reverts: entry.reverts.as_deref(),
         };
-        self.mappings.journal_change(&self.identity(), &change)
+        self.db.journal_change(&self.identity, &change)
     }
 
     fn settle_change(
@@ -80,8 +87,8 @@ impl wit::Host for CallState {
         outcome: wit::ChangeStatus,
         record_id: Option<String>,
     ) -> Result<(), String> {
-        self.mappings
-            .settle_change(&self.identity(), &id, status(outcome), record_id.as_deref())
+        self.db
+            .settle_change(&self.identity, &id, status(outcome), record_id.as_deref())
     }
 
     fn list_changes(
@@ -89,7 +96,7 @@ impl wit::Host for CallState {
         filter: wit::ChangeFilter,
         limit: u32,
     ) -> Result<Vec<wit::Change>, String> {
-        let rows = self.mappings.list_changes(
+        let rows = self.db.list_changes(
             filter.user_id.as_deref(),
             filter.record_id.as_deref(),
             filter.object.as_deref(),
@@ -99,7 +106,7 @@ impl wit::Host for CallState {
     }
 
     fn get_change(&mut self, id: String) -> Result<Option<wit::Change>, String> {
-        Ok(self.mappings.change(&id)?.map(to_wit))
+        Ok(self.db.change(&id)?.map(to_wit))
     }
 
     fn issue_confirmation(
@@ -109,8 +116,8 @@ impl wit::Host for CallState {
     ) -> Result<wit::Confirmation, String> {
         let ttl = self.policy.confirm_ttl_ms();
         let (token, expires) =
-            self.mappings
-                .issue_confirmation(&self.identity(), &input, &values_read, ttl)?;
+            self.db
+                .issue_confirmation(&self.identity, &input, &values_read, ttl)?;
         Ok(wit::Confirmation {
             token,
             expires_at_ms: expires.max(0) as u64,
@@ -122,8 +129,8 @@ impl wit::Host for CallState {
         token: String,
         input: String,
     ) -> Result<String, wit::TokenRefusal> {
-        self.mappings
-            .redeem_confirmation(&self.identity(), &token, &input)
+        self.db
+            .redeem_confirmation(&self.identity, &token, &input)
             .map_err(|refusal| match refusal {
                 Refusal::Unknown => wit::TokenRefusal::Unknown,
                 Refusal::Used => wit::TokenRefusal::Used,

@@ -4,28 +4,30 @@
 //! pre-instantiates them. A [`Host`] keeps a registry of tenants, each with its component
 //! version, configuration and credential, and runs every tool call in a fresh store. Outgoing
 //! HTTP goes through [`hooks::BrokerHooks`], which adds the tenant's credential, allows only the
-//! tenant's broker and refuses DELETE, and then to a [`backend::Backend`]: the real network, the
-//! built-in sandbox CRM, or a scripted stub for tests. An [`audit::AuditLog`] records every call
+//! tenant's broker and refuses DELETE, and then to a [`backend::Backend`]: the real network here;
+//! the sandbox CRM and the scripted stub live in the test-support crate `crm-sandbox`. An [`audit::AuditLog`] records every call
 //! and request.
 
 pub mod audit;
 pub mod backend;
 pub mod bindings;
 pub mod cache;
+pub mod cli;
 pub mod connections;
+pub mod credential;
 pub mod egress;
 pub mod files;
 pub mod governance;
 pub mod hooks;
 pub mod host;
 mod journal;
+mod mapping_store;
 pub mod mappings;
 pub mod mcp;
 pub mod metrics;
 pub mod private_fs;
+pub mod result_file;
 pub mod runtime;
-pub mod sandbox;
-pub mod stub;
 
 pub use audit::AuditLog;
 pub use backend::Backend;
@@ -34,9 +36,3 @@ pub use runtime::{HostLimits, PluginVersion, Runtime};
 
 /// The component built by this crate's build script.
 pub const COMPONENT_PATH: &str = env!("CRM_PLUGIN_WASM");
-
-/// The hostile probe component used by the end-to-end tests.
-pub const PROBE_PATH: &str = env!("CRM_PROBE_WASM");
-
-/// A component carrying crm-plugin's egress policy that sends whatever a test asks for.
-pub const EGRESS_PROBE_PATH: &str = env!("CRM_EGRESS_PROBE_WASM");

@@ -4,19 +4,22 @@
 //! component is compiled once and pre-instantiated ([`PluginVersion`]); each call then gets a
 //! fresh [`Store`] with a memory limit and an epoch deadline, so calls share nothing.
 
-use crate::bindings::PluginPre;
 use crate::bindings::crm::plugin::{change_journal, mapping_store, result_files};
+use crate::bindings::{PluginPre, ToolMetadata, ToolSpec};
 use crate::cache::{CacheOutcome, ComponentCache};
 use crate::connections::Connections;
 use crate::egress::{Integration, Policy};
-use crate::files::ResultsDir;
+use crate::files::{FilesView, ResultFiles, ResultsDir};
 use crate::governance::HostPolicy;
 use crate::hooks::BrokerHooks;
-use crate::mappings::{MappingChange, MappingDb, StoredMapping};
+use crate::journal::{ChangeJournal, JournalView};
+use crate::mapping_store::{MappingStore, MappingStoreView};
+use crate::mappings::MappingDb;
+use crate::mappings::journal::CallIdentity;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
-use wasmtime::component::{Component, HasSelf, Linker, Resource, ResourceTable};
+use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{
     Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter,
     Store, StoreLimits, StoreLimitsBuilder,
@@ -145,131 +148,40 @@ impl ResourceLimiter for PeakTracking {
     }
 }
 
-/// `mapping-store`, bound to this call's tenant (the component passes no tenant).
-impl mapping_store::Host for CallState {
-    fn list_mappings(
-        &mut self,
-        kind: mapping_store::MappingKind,
-        after: Option<String>,
-        limit: u32,
-    ) -> Result<Vec<mapping_store::Mapping>, String> {
-        let rows = self
-            .mappings
-            .list_page(kind_name(kind), after.as_deref(), limit as usize)?;
-        Ok(to_wit(rows))
-    }
-
-    fn begin_change(&mut self) -> Result<Resource<MappingChange>, String> {
-        self.table
-            .push(MappingChange::begin(&self.mappings))
-            .map_err(|e| e.to_string())
-    }
-
-    fn record_created(
-        &mut self,
-        crm: String,
-        object_type: String,
-        record_id: String,
-    ) -> Result<(), String> {
-        self.mappings
-            .record_created(&self.user_id, &crm, &object_type, &record_id)
-    }
-}
-
-/// A sync's change: staged in bounded batches, applied at commit in one transaction. The
-/// commit is refused when HubSpot was disconnected since the call began, so a sync cut by an
-/// operator's disconnect writes nothing.
-impl mapping_store::HostMappingChange for CallState {
-    fn observe(
-        &mut self,
-        change: Resource<MappingChange>,
-        mappings: Vec<mapping_store::Mapping>,
-    ) -> Result<(), String> {
-        let rows = from_wit(mappings);
-        self.change(&change)?.observe(&rows)
-    }
-
-    fn observed(
-        &mut self,
-        change: Resource<MappingChange>,
-        kind: mapping_store::MappingKind,
-        after: Option<String>,
-        limit: u32,
-    ) -> Result<Vec<mapping_store::Mapping>, String> {
-        let rows =
-            self.change(&change)?
-                .observed(kind_name(kind), after.as_deref(), limit as usize)?;
-        Ok(to_wit(rows))
-    }
-
-    fn write(
-        &mut self,
-        change: Resource<MappingChange>,
-        mappings: Vec<mapping_store::Mapping>,
-    ) -> Result<(), String> {
-        let rows = from_wit(mappings);
-        self.change(&change)?.write(&rows)
-    }
-
-    fn commit(&mut self, change: Resource<MappingChange>) -> Result<(), String> {
-        if !self
-            .connections
-            .unchanged_since(Integration::CrmA, self.crm_a_generation)
-        {
-            return Err(
-                "HubSpot was disconnected during the call; no mapping was written. Reconnect \
-                 HubSpot in the workspace's integration settings, then sync again."
-                    .into(),
-            );
-        }
-        self.change(&change)?.commit()
-    }
-
-    fn drop(&mut self, change: Resource<MappingChange>) -> wasmtime::Result<()> {
-        // Dropping an uncommitted change discards what it staged.
-        self.table.delete(change)?;
-        Ok(())
-    }
-}
-
 impl CallState {
-    fn change(&mut self, change: &Resource<MappingChange>) -> Result<&mut MappingChange, String> {
-        self.table.get_mut(change).map_err(|e| e.to_string())
+    /// `result-files` for this call: its tenant's directory and policy.
+    fn files(&mut self) -> FilesView<'_> {
+        FilesView {
+            results: self.results.as_mut(),
+            table: &mut self.table,
+            policy: &self.policy,
+        }
     }
-}
 
-fn kind_name(kind: mapping_store::MappingKind) -> &'static str {
-    match kind {
-        mapping_store::MappingKind::User => "user",
-        mapping_store::MappingKind::Owner => "owner",
+    /// `mapping-store` for this call: its tenant's store, user and connections.
+    fn mapping_store(&mut self) -> MappingStoreView<'_> {
+        MappingStoreView {
+            db: &self.mappings,
+            user_id: &self.user_id,
+            connections: &self.connections,
+            crm_a_generation: self.crm_a_generation,
+            table: &mut self.table,
+        }
     }
-}
 
-fn from_wit(mappings: Vec<mapping_store::Mapping>) -> Vec<StoredMapping> {
-    mappings
-        .into_iter()
-        .map(|m| StoredMapping {
-            kind: kind_name(m.kind).into(),
-            crm_id: m.crm_id,
-            fields: m.fields,
-            deleted: m.deleted,
-        })
-        .collect()
-}
-
-/// Rows as the WIT's mappings; the store only ever holds the two kinds.
-fn to_wit(rows: Vec<StoredMapping>) -> Vec<mapping_store::Mapping> {
-    rows.into_iter()
-        .map(|m| mapping_store::Mapping {
-            kind: match m.kind.as_str() {
-                "user" => mapping_store::MappingKind::User,
-                _ => mapping_store::MappingKind::Owner,
+    /// `change-journal` for this call: its tenant's journal, in its user's, tool's and call's
+    /// name.
+    fn change_journal(&mut self) -> JournalView<'_> {
+        JournalView {
+            db: &self.mappings,
+            identity: CallIdentity {
+                user_id: &self.user_id,
+                tool: &self.hooks.scope.tool,
+                call_id: &self.call_id,
             },
-            crm_id: m.crm_id,
-            fields: m.fields,
-            deleted: m.deleted,
-        })
-        .collect()
+            policy: &self.policy,
+        }
+    }
 }
 
 impl WasiView for CallState {
@@ -297,6 +209,13 @@ impl WasiHttpView for CallState {
     }
 }
 
+/// What a component version lists: its tool specs and their metadata.
+#[derive(Debug)]
+pub struct ToolListing {
+    pub specs: Vec<ToolSpec>,
+    pub metadata: Vec<ToolMetadata>,
+}
+
 /// A compiled, pre-instantiated component version.
 pub struct PluginVersion {
     pub(crate) pre: PluginPre<CallState>,
@@ -307,7 +226,7 @@ pub struct PluginVersion {
     pub label: String,
     /// The version's tool specs and metadata, read once: `list-tools` takes no input, so
     /// they are the same for every tenant and call.
-    pub(crate) tools: std::sync::OnceLock<Arc<crate::host::ToolListing>>,
+    pub(crate) tools: std::sync::OnceLock<Arc<ToolListing>>,
     /// The egress policy the component carries, vetted when it was loaded.
     pub policy: Arc<Policy>,
 }
@@ -517,9 +436,9 @@ fn plugin_linker(engine: &Engine) -> wasmtime::Result<Linker<CallState>> {
     cli::terminal_stderr::add_to_linker::<CallState, WasiCli>(l, |s| s.cli())?;
     random::insecure_seed::add_to_linker::<CallState, WasiRandom>(l, |s| s.wasi.random())?;
     wasmtime_wasi_config::add_to_linker(l, |s: &mut CallState| WasiConfig::from(&*s.config))?;
-    mapping_store::add_to_linker::<CallState, HasSelf<CallState>>(l, |s| s)?;
-    result_files::add_to_linker::<CallState, HasSelf<CallState>>(l, |s| s)?;
-    change_journal::add_to_linker::<CallState, HasSelf<CallState>>(l, |s| s)?;
+    mapping_store::add_to_linker::<CallState, MappingStore>(l, CallState::mapping_store)?;
+    result_files::add_to_linker::<CallState, ResultFiles>(l, CallState::files)?;
+    change_journal::add_to_linker::<CallState, ChangeJournal>(l, CallState::change_journal)?;
     Ok(linker)
 }
 

@@ -6,7 +6,7 @@ use super::target::{WriteKind, WriteTarget};
 use crate::config::ConfigError;
 use crate::error::{Crm, ToolError};
 
-/// The settings, documented in the README.
+/// The settings, documented in host-test/README.md.
 pub mod keys {
     /// `true` makes the whole workspace read-only.
     pub const READ_ONLY: &str = "CRM_POLICY_READ_ONLY";

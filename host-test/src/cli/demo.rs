@@ -1,7 +1,7 @@
 //! `crm-host demo`: a short tour against the sandbox, what a newcomer should see the plugin do.
 
-use crate::report;
-use crm_host::{CallRequest, Host};
+use super::report;
+use crate::{CallRequest, Host};
 use std::process::ExitCode;
 
 /// A short tour: what a newcomer should see the plugin do.

@@ -2,19 +2,18 @@
 //! tenant of a tenants file.
 
 use super::{
-    Options, audit_log, env_settings, load_component, network_backend, stop_signal,
-    tenant_results_dir,
+    BuiltInCrm, NO_BUILT_IN_CRM, Options, audit_log, env_settings, load_component, network_backend,
+    stop_signal, tenant_results_dir,
 };
+use crate::backend::Backend;
+use crate::credential::Credential;
+use crate::mappings::{MappingLocation, tenant_file};
+use crate::mcp::admin::{Admin, CredentialSource};
+use crate::mcp::http::{self as mcp_http, Gate, MCP_PATH};
+use crate::mcp::tenants::TenantsFile;
+use crate::metrics::Metrics;
+use crate::{Host, TenantSpec};
 use clap::Args;
-use crm_host::backend::Backend;
-use crm_host::hooks::Credential;
-use crm_host::mappings::{MappingLocation, tenant_file};
-use crm_host::mcp::admin::{Admin, CredentialSource};
-use crm_host::mcp::http::{self as mcp_http, Gate, MCP_PATH};
-use crm_host::mcp::tenants::TenantsFile;
-use crm_host::metrics::Metrics;
-use crm_host::sandbox::SandboxCrm;
-use crm_host::{Host, TenantSpec};
 use serde_json::json;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -80,7 +79,11 @@ pub(super) struct ServeCommand {
 }
 
 /// `crm-host serve`: one Streamable HTTP server for every tenant in the tenants file.
-pub(super) async fn serve_http(options: &Options, serve: ServeCommand) -> Result<ExitCode, String> {
+pub(super) async fn serve_http(
+    options: &Options,
+    serve: ServeCommand,
+    built_in: Option<&dyn BuiltInCrm>,
+) -> Result<ExitCode, String> {
     let ServeCommand {
         listen,
         tenants_path,
@@ -105,7 +108,7 @@ pub(super) async fn serve_http(options: &Options, serve: ServeCommand) -> Result
         .filter(|t| t.proxy_base.is_some())
         .count();
     let backend: Arc<dyn Backend> = match on_broker {
-        0 => Arc::new(SandboxCrm::new()),
+        0 => built_in.ok_or(NO_BUILT_IN_CRM)?.backend(),
         n if n == file.tenants.len() => Arc::new(network_backend(options, &runtime)?),
         _ => return Err("serve either sandbox tenants or broker tenants, not both".into()),
     };
@@ -117,12 +120,17 @@ pub(super) async fn serve_http(options: &Options, serve: ServeCommand) -> Result
     for tenant in &file.tenants {
         let source = match &tenant.credential_env {
             Some(var) if tenant.proxy_base.is_some() => CredentialSource::Env(var.clone()),
-            _ => CredentialSource::Fixed(SandboxCrm::tenant_spec(&tenant.id).credential),
+            _ => CredentialSource::Fixed(
+                built_in
+                    .ok_or(NO_BUILT_IN_CRM)?
+                    .tenant_spec(&tenant.id)
+                    .credential,
+            ),
         };
         credentials.insert(tenant.id.clone(), source);
         let mut spec = match &tenant.proxy_base {
-            None if SandboxCrm::tenants().any(|t| t == tenant.id) => {
-                SandboxCrm::tenant_spec(&tenant.id)
+            None if built_in.is_some_and(|b| b.tenants().contains(&tenant.id)) => {
+                built_in.ok_or(NO_BUILT_IN_CRM)?.tenant_spec(&tenant.id)
             }
             None => {
                 return Err(format!(
@@ -157,11 +165,12 @@ pub(super) async fn serve_http(options: &Options, serve: ServeCommand) -> Result
         host.add_tenant(spec, plugin.clone())
             .map_err(|e| e.to_string())?;
     }
-    let instance_url = |t: &crm_host::mcp::tenants::TenantEntry| {
+    let instance_url = |t: &crate::mcp::tenants::TenantEntry| {
         t.instance_url.clone().or_else(|| {
             t.proxy_base
                 .is_none()
-                .then(|| SandboxCrm::instance_url(&t.id))
+                .then(|| built_in.map(|b| b.instance_url(&t.id)))
+                .flatten()
         })
     };
     let tokens = file.tokens_with_jwks(&options.scopes, instance_url, Some(jwks_backend))?;

@@ -7,8 +7,8 @@
 //! tenants file's `[admin] sha256`), which no MCP token matches; browsers are refused outright.
 
 use super::tenants::{bearer, token_hash};
+use crate::credential::Credential;
 use crate::egress::Integration;
-use crate::hooks::Credential;
 use crate::host::Host;
 use ::http::{Method, Request, StatusCode, header};
 use std::collections::HashMap;

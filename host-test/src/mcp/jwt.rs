@@ -259,7 +259,13 @@ mod tests {
 
     #[test]
     fn a_jwks_url_must_be_https() {
-        let backend: Arc<dyn Backend> = Arc::new(crate::sandbox::SandboxCrm::new());
+        let backend: Arc<dyn Backend> = Arc::new(
+            crate::backend::NetworkBackend::new(crate::backend::NetworkOptions::new(
+                1 << 20,
+                std::time::Duration::from_secs(5),
+            ))
+            .unwrap(),
+        );
         let http = Url::parse("http://idp.example/jwks").unwrap();
         assert!(Jwks::new(http, backend.clone()).is_err());
         let https = Url::parse("https://idp.example/jwks").unwrap();

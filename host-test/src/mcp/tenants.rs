@@ -117,7 +117,7 @@ pub struct TenantEntry {
     pub policy: PolicyEntry,
 }
 
-/// A tenant's `[tenants.policy]` table: each key is one `CRM_POLICY_*` setting (README,
+/// A tenant's `[tenants.policy]` table: each key is one `CRM_POLICY_*` setting (host-test/README.md,
 /// "Governed writes"). The model can change none of it.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]

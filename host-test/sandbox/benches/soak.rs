@@ -1,0 +1,360 @@
+//! `cargo bench -p host-test --bench soak`: a soak and fault campaign. Several tenants, each
+//! with its own broker origin, credential, component build and data, call tools concurrently
+//! while the stub injects 5xx, 429, read timeouts after send, connection resets and truncated
+//! bodies at random, and one tenant's component is swapped mid-run.
+//!
+//! It prints calls per second, latency p50/p99, peak host memory, and the counts that must be
+//! zero: requests carrying another tenant's credential, answers carrying another tenant's data,
+//! writes sent more than once, untyped failures and traps. Figures, not assertions; the
+//! process exits non-zero when a must-be-zero count is not.
+//!
+//! `SOAK_CALLS` (default 50,000) and `SOAK_TENANTS` (default 4) change the size.
+
+use crm_host::credential::Credential;
+use crm_host::mappings::MappingLocation;
+use crm_host::{AuditLog, CallError, CallRequest, Host, HostLimits, Runtime, TenantSpec};
+use crm_sandbox::stub::{Fault, Recorded, Reply, StubBackend};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Concurrent callers.
+const WORKERS: usize = 16;
+
+/// A record id of the tenant's own data: `001` + the tenant number + the call number.
+fn record_id(tenant: usize, n: u64) -> String {
+    format!("001{tenant:03}{:09}AAA", n % 1_000_000_000)
+}
+
+/// The marker every record of tenant `t` carries, to catch an answer from another tenant.
+fn marker(tenant: usize) -> String {
+    format!("soak-tenant-{tenant}")
+}
+
+/// A small deterministic generator (xorshift64*): the same campaign every run.
+struct Dice(AtomicU64);
+
+impl Dice {
+    fn roll(&self) -> u64 {
+        let mut x = self.0.fetch_add(0x9E37_79B9_7F4A_7C15, Ordering::Relaxed);
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        x.wrapping_mul(0x2545_F491_4F6C_DD1D) % 1000
+    }
+}
+
+/// What the broker side saw that must never happen.
+#[derive(Default)]
+struct BrokerTally {
+    foreign_credentials: AtomicU64,
+    requests: AtomicU64,
+    /// Each write's unique marker → times it reached the broker.
+    writes: Mutex<HashMap<String, u32>>,
+}
+
+/// The stub broker: tenant `t` lives at `broker-t{t}.example.com` with credential `cred-t{t}`.
+fn broker(tally: Arc<BrokerTally>, dice: Arc<Dice>) -> StubBackend {
+    StubBackend::with_handler(move |request: &Recorded| {
+        tally.requests.fetch_add(1, Ordering::Relaxed);
+        let host = request.uri.host().unwrap_or_default().to_string();
+        let tenant: usize = host
+            .strip_prefix("broker-t")
+            .and_then(|rest| rest.split('.').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(usize::MAX);
+        let expected = format!("cred-t{tenant}");
+        if request.header("x-proxy-credential") != Some(expected.as_str()) {
+            tally.foreign_credentials.fetch_add(1, Ordering::Relaxed);
+        }
+        let method = request.method.as_str();
+        if method == "POST" || method == "PATCH" {
+            let body = request.body_json();
+            let key = body["Subject"]
+                .as_str()
+                .or(body["Description"].as_str())
+                .unwrap_or("?")
+                .to_string();
+            *tally.writes.lock().unwrap().entry(key).or_default() += 1;
+        }
+        let answer = honest_answer(tenant, request);
+        match dice.roll() {
+            0..=29 => Reply::json(
+                503,
+                json!([{"message": "Service Unavailable", "errorCode": "SERVER_UNAVAILABLE"}]),
+            ),
+            30..=49 => Reply::json(
+                429,
+                json!([{"message": "slow down", "errorCode": "REQUEST_LIMIT_EXCEEDED"}]),
+            )
+            .with_header("retry-after", "0"),
+            50..=69 => Reply::Fault(Fault::ConnectionReset),
+            70..=89 => truncated(answer),
+            // No answer within the tenant's timeout: the request was sent and may have landed.
+            90..=92 => Reply::Delay(Duration::from_millis(400), Box::new(answer)),
+            _ => answer,
+        }
+    })
+}
+
+/// Half the body of a good answer.
+fn truncated(reply: Reply) -> Reply {
+    match reply {
+        Reply::Respond {
+            status,
+            headers,
+            body,
+        } => Reply::Respond {
+            status,
+            headers,
+            body: body.slice(..body.len() / 2),
+        },
+        other => other,
+    }
+}
+
+/// What the tenant's own org answers, every record marked as the tenant's.
+fn honest_answer(tenant: usize, request: &Recorded) -> Reply {
+    let path = request.uri.path();
+    let name = marker(tenant);
+    match request.method.as_str() {
+        "POST" => Reply::json(
+            201,
+            json!({"id": record_id(tenant, 1), "success": true, "errors": []}),
+        ),
+        "PATCH" => Reply::json(204, Value::Null),
+        _ if path.ends_with("/query") => {
+            let records: Vec<Value> = (0..5)
+                .map(|i| json!({"attributes": {"type": "Account", "url": "/x"}, "Id": record_id(tenant, i), "Name": name}))
+                .collect();
+            Reply::json(
+                200,
+                json!({"totalSize": 5, "done": true, "records": records}),
+            )
+        }
+        _ => {
+            let id = path.rsplit('/').next().unwrap_or_default();
+            Reply::json(
+                200,
+                json!({"attributes": {"type": "Account", "url": "/x"}, "Id": id, "Name": name}),
+            )
+        }
+    }
+}
+
+/// The component with a custom section appended: a distinct build that behaves alike.
+fn relabelled(wasm: &[u8], label: &str) -> Vec<u8> {
+    let mut bytes = wasm.to_vec();
+    let name = b"crm-plugin-build";
+    let mut payload = vec![name.len() as u8];
+    payload.extend_from_slice(name);
+    payload.extend_from_slice(label.as_bytes());
+    bytes.push(0);
+    bytes.push(payload.len() as u8);
+    bytes.extend(payload);
+    bytes
+}
+
+/// What the callers saw.
+#[derive(Default)]
+struct CallerTally {
+    ok: AtomicU64,
+    typed_errors: AtomicU64,
+    foreign_data: AtomicU64,
+    untyped: AtomicU64,
+    traps: AtomicU64,
+    latencies_us: Mutex<Vec<u64>>,
+}
+
+/// One call: which tool, by the call number.
+fn request(tenant: usize, n: u64) -> CallRequest {
+    let id = record_id(tenant, n);
+    let (tool, input) = match n % 10 {
+        0 => (
+            "crmb_create_record",
+            json!({"object": "Task", "fields": {"Subject": format!("soak-{tenant}-{n}")}}),
+        ),
+        1 => (
+            "crmb_update_record",
+            json!({"object": "Account", "record_id": id, "fields": {"Description": format!("soak-{tenant}-{n}")}}),
+        ),
+        2 | 3 => (
+            "crmb_run_soql_query",
+            json!({"query": "SELECT Id, Name FROM Account LIMIT 5"}),
+        ),
+        4 => (
+            "crmb_generate_record_url",
+            json!({"object": "Account", "record_id": id}),
+        ),
+        _ => (
+            "crmb_get_record",
+            json!({"object": "Account", "record_id": id}),
+        ),
+    };
+    CallRequest {
+        tenant_id: format!("t{tenant}"),
+        user_id: format!("user-{tenant}"),
+        granted_scopes: vec![],
+        instance_url: Some(format!("https://tenant{tenant}.my.salesforce.com")),
+        tool: tool.into(),
+        input: input.to_string(),
+    }
+}
+
+/// Peak resident memory of this process (Linux `VmHWM`), in KiB.
+fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+fn main() {
+    let calls: u64 = std::env::var("SOAK_CALLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50_000);
+    let tenants: usize = std::env::var("SOAK_TENANTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(4);
+    let wasm = std::fs::read(crm_host::COMPONENT_PATH).expect("the component is built");
+    let runtime = Arc::new(Runtime::new(HostLimits::default()).unwrap());
+    let broker_tally = Arc::new(BrokerTally::default());
+    let dice = Arc::new(Dice(AtomicU64::new(0x5EED)));
+    let stub = broker(broker_tally.clone(), dice);
+    let host = Arc::new(Host::new(
+        runtime.clone(),
+        Arc::new(stub),
+        AuditLog::discard(),
+    ));
+    for t in 0..tenants {
+        let plugin = runtime
+            .load(&relabelled(&wasm, &format!("tenant-{t}")))
+            .unwrap();
+        host.add_tenant(
+            TenantSpec {
+                tenant_id: format!("t{t}"),
+                proxy_base: format!("https://broker-t{t}.example.com").parse().unwrap(),
+                credential: Credential::new(format!("cred-t{t}").as_str()),
+                settings: vec![
+                    ("CRM_RETRY_BASE_MS".into(), "1".into()),
+                    ("CRM_MAX_RETRY_WAIT_MS".into(), "20".into()),
+                    ("CRM_READ_ATTEMPTS".into(), "3".into()),
+                    ("CRM_HTTP_TIMEOUT_MS".into(), "200".into()),
+                ],
+                results_dir: None,
+                mappings: MappingLocation::Memory,
+            },
+            plugin,
+        )
+        .unwrap();
+    }
+
+    let tokio = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let tally = Arc::new(CallerTally::default());
+    let next = Arc::new(AtomicU64::new(0));
+    let started = Instant::now();
+    tokio.block_on(async {
+        let mut workers = Vec::new();
+        for _ in 0..WORKERS {
+            let (host, tally, next, wasm) =
+                (host.clone(), tally.clone(), next.clone(), wasm.clone());
+            workers.push(tokio::spawn(async move {
+                loop {
+                    let n = next.fetch_add(1, Ordering::Relaxed);
+                    if n >= calls {
+                        break;
+                    }
+                    if n == calls / 2 {
+                        // Mid-run: tenant 0 moves to a new build while calls are in flight.
+                        host.swap("t0", &relabelled(&wasm, "tenant-0-v2")).unwrap();
+                    }
+                    let tenant = (n as usize) % tenants;
+                    let at = Instant::now();
+                    let result = host.call(request(tenant, n)).await;
+                    let took = at.elapsed().as_micros() as u64;
+                    tally.latencies_us.lock().unwrap().push(took);
+                    match result {
+                        Ok(out) => {
+                            tally.ok.fetch_add(1, Ordering::Relaxed);
+                            let foreign = (0..tenants)
+                                .filter(|other| *other != tenant)
+                                .any(|other| out.contains(&marker(other)));
+                            if foreign {
+                                tally.foreign_data.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                        Err(CallError::Tool(e)) => {
+                            tally.typed_errors.fetch_add(1, Ordering::Relaxed);
+                            if (0..tenants).any(|o| o != tenant && e.message().contains(&marker(o)))
+                            {
+                                tally.foreign_data.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                        Err(CallError::Plugin(why)) => {
+                            if why.contains("trap") || why.contains("wasm") {
+                                tally.traps.fetch_add(1, Ordering::Relaxed);
+                            } else {
+                                tally.untyped.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                        Err(_) => {
+                            tally.untyped.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+            }));
+        }
+        for worker in workers {
+            worker.await.unwrap();
+        }
+    });
+    let elapsed = started.elapsed();
+
+    let mut latencies = std::mem::take(&mut *tally.latencies_us.lock().unwrap());
+    latencies.sort_unstable();
+    let pct = |p: f64| latencies[((latencies.len() as f64 * p) as usize).min(latencies.len() - 1)];
+    let resent_writes = broker_tally
+        .writes
+        .lock()
+        .unwrap()
+        .values()
+        .filter(|count| **count > 1)
+        .count() as u64;
+    let foreign_credentials = broker_tally.foreign_credentials.load(Ordering::Relaxed);
+    let foreign_data = tally.foreign_data.load(Ordering::Relaxed);
+    let untyped = tally.untyped.load(Ordering::Relaxed);
+    let traps = tally.traps.load(Ordering::Relaxed);
+
+    println!(
+        "soak: {calls} calls by {WORKERS} workers over {tenants} tenants in {:.1} s: {:.0} calls/s; \
+         {} requests reached the broker",
+        elapsed.as_secs_f64(),
+        calls as f64 / elapsed.as_secs_f64(),
+        broker_tally.requests.load(Ordering::Relaxed)
+    );
+    println!(
+        "soak: latency p50 {} us, p99 {} us; peak host memory {} KiB",
+        pct(0.50),
+        pct(0.99),
+        peak_rss_kib().map_or("unknown".into(), |k| k.to_string())
+    );
+    println!(
+        "soak: outcomes: {} ok, {} typed tool errors (faults injected on 9.3% of requests)",
+        tally.ok.load(Ordering::Relaxed),
+        tally.typed_errors.load(Ordering::Relaxed)
+    );
+    println!(
+        "soak: must be zero: foreign credentials {foreign_credentials}, foreign data {foreign_data}, \
+         writes sent more than once {resent_writes}, untyped failures {untyped}, traps {traps}"
+    );
+    if foreign_credentials + foreign_data + resent_writes + untyped + traps > 0 {
+        std::process::exit(1);
+    }
+}

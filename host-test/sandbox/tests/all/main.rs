@@ -1,0 +1,18 @@
+//! End-to-end tests: the built component (and a hostile probe component) run in wasmtime
+//! through the real host, hooks, audit trail and mapping store, against the scripted stub and
+//! the sandbox. One test binary, so wasmtime is linked once.
+
+mod crma;
+mod crmb;
+mod docs;
+mod egress;
+mod export;
+mod fixtures;
+mod governance;
+mod http_server;
+mod masking;
+mod mcp;
+mod network;
+mod security;
+mod startup;
+mod sync;

@@ -1,0 +1,276 @@
+//! Start-up and the audit trail's shutdown: compiled components cached on disk (a second load
+//! skips compiling; a truncated, corrupt or foreign entry is ignored and rebuilt, and the call
+//! still works), and the CLI's audit file holding every line once the process has exited.
+
+use crate::fixtures::{fixture_on, get_account, output, plugin_bytes, record_stub, temp_dir};
+use crm_host::cache::{CacheKey, CacheOutcome, ComponentCache};
+use crm_host::{HostLimits, PluginVersion, Runtime};
+use serde_json::Value;
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The key the tests' caches are authenticated with (kept, as in production, outside them).
+fn test_key() -> CacheKey {
+    CacheKey::from_bytes(&[42; 32])
+}
+
+/// A fresh runtime: nothing loaded in memory, so a load goes to the cache.
+fn fresh_runtime() -> Arc<Runtime> {
+    let limits = HostLimits {
+        concurrent_calls: 2,
+        ..HostLimits::default()
+    };
+    Arc::new(Runtime::new(limits).unwrap())
+}
+
+fn load(cache: &ComponentCache) -> (Arc<Runtime>, Arc<PluginVersion>, CacheOutcome) {
+    let runtime = fresh_runtime();
+    let (plugin, outcome) = runtime.load_cached(&plugin_bytes(), cache).unwrap();
+    (runtime, plugin, outcome)
+}
+
+/// The loaded version serves a record fetch through the whole host.
+async fn assert_serves_calls(runtime: Arc<Runtime>, _plugin: &PluginVersion) {
+    let fixture = fixture_on(runtime, record_stub(Duration::ZERO), &[]);
+    let record = output(fixture.host.call(get_account("t1")).await);
+    assert_eq!(
+        record["record"]["Id"],
+        crate::fixtures::ACCOUNT_ID,
+        "{record}"
+    );
+}
+
+fn entry_path(runtime: &Runtime, cache: &ComponentCache) -> std::path::PathBuf {
+    cache.entry_path(runtime.engine(), &plugin_bytes())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_load_takes_the_compiled_component_from_the_cache() {
+    let cache = ComponentCache::new(temp_dir("cache-hit"), test_key());
+    let (first, plugin, outcome) = load(&cache);
+    assert_eq!(outcome, CacheOutcome::Compiled);
+    assert!(entry_path(&first, &cache).is_file());
+    assert_eq!(
+        first.load_cached(&plugin_bytes(), &cache).unwrap().1,
+        CacheOutcome::AlreadyLoaded
+    );
+    drop(plugin);
+
+    let (second, plugin, outcome) = load(&cache);
+    assert_eq!(outcome, CacheOutcome::Hit);
+    assert_serves_calls(second, &plugin).await;
+    let _ = std::fs::remove_dir_all(cache.dir());
+}
+
+/// Damages the entry with `damage`, then checks the next load ignores it, compiles, serves
+/// calls, and leaves a good entry behind.
+async fn a_damaged_entry_is_rebuilt(name: &str, damage: impl Fn(&Path), reason: &str) {
+    let cache = ComponentCache::new(temp_dir(name), test_key());
+    let (runtime, _, _) = load(&cache);
+    let entry = entry_path(&runtime, &cache);
+    damage(&entry);
+
+    let (runtime, plugin, outcome) = load(&cache);
+    match outcome {
+        CacheOutcome::Replaced(why) => assert!(why.contains(reason), "{why}"),
+        other => panic!("the damaged entry was used: {other:?}"),
+    }
+    assert_serves_calls(runtime, &plugin).await;
+    assert_eq!(load(&cache).2, CacheOutcome::Hit, "the entry was rewritten");
+    let _ = std::fs::remove_dir_all(cache.dir());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_corrupt_cache_entry_is_ignored_and_rebuilt() {
+    let flip_a_byte = |path: &Path| {
+        let mut bytes = std::fs::read(path).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0x40;
+        std::fs::write(path, bytes).unwrap();
+    };
+    a_damaged_entry_is_rebuilt("cache-corrupt", flip_a_byte, "does not verify").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_truncated_cache_entry_is_ignored_and_rebuilt() {
+    let halve = |path: &Path| {
+        let bytes = std::fs::read(path).unwrap();
+        std::fs::write(path, &bytes[..bytes.len() / 2]).unwrap();
+    };
+    a_damaged_entry_is_rebuilt("cache-truncated", halve, "does not verify").await;
+    let header_only = |path: &Path| {
+        let bytes = std::fs::read(path).unwrap();
+        std::fs::write(path, &bytes[..20]).unwrap();
+    };
+    a_damaged_entry_is_rebuilt("cache-short", header_only, "shorter").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entry_compiled_with_other_engine_settings_is_ignored_and_rebuilt() {
+    // A well-formed entry, but compiled by an engine without the host's settings (no epoch
+    // interruption, no pooling), put where the host's entry belongs: its tag covers the name it
+    // was written under, so it is refused before wasmtime sees it.
+    let other_engine = wasmtime::Engine::default();
+    let foreign = ComponentCache::new(temp_dir("cache-foreign-source"), test_key());
+    let (_, outcome) = foreign.component(&other_engine, &plugin_bytes()).unwrap();
+    assert_eq!(outcome, CacheOutcome::Compiled);
+    let copy_foreign = |path: &Path| {
+        let source = foreign.entry_path(&other_engine, &plugin_bytes());
+        assert_ne!(
+            source.file_name(),
+            path.file_name(),
+            "settings are part of the key"
+        );
+        std::fs::copy(source, path).unwrap();
+    };
+    a_damaged_entry_is_rebuilt("cache-foreign", copy_foreign, "does not verify").await;
+    let _ = std::fs::remove_dir_all(foreign.dir());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_entry_forged_without_the_key_is_never_loaded() {
+    // A well-formed entry for the host's own engine and component, made by someone who can
+    // write the cache directory but holds another key: wasmtime would load it, the tag stops it.
+    let forger_runtime = fresh_runtime();
+    let forger = ComponentCache::new(temp_dir("cache-forger"), CacheKey::from_bytes(&[7; 32]));
+    let (_, outcome) = forger
+        .component(forger_runtime.engine(), &plugin_bytes())
+        .unwrap();
+    assert_eq!(outcome, CacheOutcome::Compiled);
+    let plant_forgery = |path: &Path| {
+        let forged = forger.entry_path(forger_runtime.engine(), &plugin_bytes());
+        assert_eq!(
+            forged.file_name(),
+            path.file_name(),
+            "same engine, same name"
+        );
+        std::fs::copy(forged, path).unwrap();
+    };
+    a_damaged_entry_is_rebuilt("cache-forged", plant_forgery, "forged").await;
+    let _ = std::fs::remove_dir_all(forger.dir());
+}
+
+fn crm_host(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_crm-sandbox"))
+        .arg("--data-dir")
+        .arg(dir.join("data"))
+        .arg("--results-dir")
+        .arg(dir.join("results"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn cache_entries(dir: &Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_cli_caches_the_compiled_component_and_survives_a_corrupt_entry() {
+    let dir = temp_dir("cli-cache");
+    let cache = dir.join("cache");
+    let cache_arg = cache.to_str().unwrap();
+    let tools = |extra: &[&str]| {
+        let mut args = vec!["--cache-dir", cache_arg];
+        args.extend_from_slice(extra);
+        args.push("tools");
+        let out = crm_host(&dir, &args);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let cold = tools(&[]);
+    let entries = cache_entries(&cache);
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    let entry = &entries[0];
+    assert_eq!(tools(&[]), cold, "the warm start lists the same tools");
+
+    std::fs::write(entry, b"not a compiled component").unwrap();
+    assert_eq!(tools(&[]), cold, "a corrupt entry is compiled afresh");
+    assert!(std::fs::read(entry).unwrap().len() > 1000, "and replaced");
+
+    std::fs::remove_dir_all(&cache).unwrap();
+    assert_eq!(tools(&["--no-cache"]), cold);
+    assert!(
+        cache_entries(&cache).is_empty(),
+        "--no-cache writes nothing"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_cli_audit_file_holds_every_line_after_the_process_exits() {
+    let dir = temp_dir("cli-audit");
+    std::fs::create_dir_all(&dir).unwrap();
+    let audit = dir.join("audit.jsonl");
+    let call = |record_id: &str| {
+        let input = format!(r#"{{"object":"Account","record_id":"{record_id}"}}"#);
+        let out = crm_host(
+            &dir,
+            &[
+                "--audit",
+                audit.to_str().unwrap(),
+                "call",
+                "crmb_get_record",
+                &input,
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    };
+    call("0015gA000000001ABA");
+    call("0015gA000000001ABA");
+    let lines: Vec<Value> = std::fs::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let events: Vec<&str> = lines.iter().map(|l| l["event"].as_str().unwrap()).collect();
+    assert_eq!(
+        events,
+        ["request", "tool_call", "request", "tool_call"],
+        "{lines:?}"
+    );
+    assert!(
+        lines
+            .iter()
+            .all(|l| l["tenant"] == "acme" && l["at_ms"].is_u64())
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_on_a_reused_slot_starts_from_pristine_memory() {
+    // Memory stays mapped between calls on a slot (only dirtied pages are reset): nothing one
+    // call leaves in its data segment or zeroed memory reaches the next.
+    let f = fixture_on(crate::fixtures::runtime(), record_stub(Duration::ZERO), &[]);
+    f.host
+        .swap_version("t1", crate::fixtures::probe(f.host.runtime()))
+        .unwrap();
+    let leftovers = || crate::fixtures::call("t1", "leftovers", serde_json::json!(null));
+    for _ in 0..5 {
+        let report = crate::fixtures::probe_report(f.host.call(leftovers()).await);
+        assert_eq!(report, serde_json::json!({"data": 7, "zeros_dirty": false}));
+    }
+    let concurrent: Vec<_> = (0..8)
+        .map(|_| {
+            let host = f.host.clone();
+            let request = leftovers();
+            tokio::spawn(async move { host.call(request).await })
+        })
+        .collect();
+    for call in concurrent {
+        let report = crate::fixtures::probe_report(call.await.unwrap());
+        assert_eq!(report, serde_json::json!({"data": 7, "zeros_dirty": false}));
+    }
+}

@@ -1,0 +1,547 @@
+//! The command line of `crm-host` (and of `crm-sandbox`, the same commands with the sandbox
+//! CRM built in): flags, subcommands, and starting the host for each.
+//!
+//! `crm-host` sends real HTTPS to a broker (`--proxy-base`, or each tenant's `proxy_base` for
+//! `serve`). A test-support binary passes a [`BuiltInCrm`], which then answers when no broker
+//! is given; the release build of `crm-host` has none, so it holds no test double.
+
+/// The demo's tour, kept apart from the command plumbing.
+mod demo;
+/// `crm-host serve`: the HTTP server's flags and start-up.
+mod serve;
+
+use serve::{ServeCommand, ServeLimits, serve_http};
+
+use crate::backend::serve::Server;
+use crate::backend::tls::{SelfSigned, read_certificates};
+use crate::backend::{NetworkBackend, NetworkOptions};
+use crate::cache::{CacheKey, ComponentCache};
+use crate::credential::Credential;
+use crate::mappings::{MappingDb, MappingLocation, tenant_file};
+use crate::mcp::{Authority, McpServer, Principal};
+use crate::{
+    AuditLog, Backend, CallError, CallRequest, Host, HostLimits, PluginVersion, Runtime, TenantSpec,
+};
+use clap::{Args, Parser, Subcommand};
+use rmcp::ServiceExt;
+use serde_json::{Value, json};
+use std::process::ExitCode;
+use std::sync::Arc;
+use url::Url;
+
+/// A CRM compiled into the binary that answers when no broker is given: the sandbox, in the
+/// test-support crate's `crm-sandbox` binary. Production `crm-host` has none.
+pub trait BuiltInCrm: Send + Sync {
+    /// The backend answering its tenants' requests.
+    fn backend(&self) -> Arc<dyn Backend>;
+    /// The tenants it has data for.
+    fn tenants(&self) -> Vec<String>;
+    /// How the host reaches a tenant's data (broker base and credential).
+    fn tenant_spec(&self, tenant: &str) -> TenantSpec;
+    /// The credential that unlocks a tenant's data, for clients of `sandbox`'s HTTPS broker.
+    fn credential(&self, tenant: &str) -> String;
+    /// The Salesforce org URL its record links use.
+    fn instance_url(&self, tenant: &str) -> String;
+}
+
+/// What production `crm-host` says when a command needs the built-in CRM.
+const NO_BUILT_IN_CRM: &str = "this crm-host has no built-in CRM: give a broker with \
+                               --proxy-base (or proxy_base per tenant for serve); the demo and \
+                               the sandbox CRM are in the test-support binary (cargo run -p \
+                               crm-sandbox)";
+
+/// Runs the crm-plugin component against a real broker, or against a built-in CRM.
+#[derive(Debug, Parser)]
+#[command(
+    name = "crm-host",
+    version,
+    about,
+    after_help = "Run with no command for the demo (crm-sandbox only)."
+)]
+struct Cli {
+    #[command(flatten)]
+    options: Options,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// A short tour against the built-in sandbox CRM (the default; crm-sandbox only).
+    Demo,
+    /// Print the tool specs as JSON.
+    Tools,
+    /// Run one tool and print its JSON result.
+    Call {
+        /// The tool's name, e.g. crmb_get_record.
+        tool: String,
+        /// The tool's input, a JSON object.
+        input: String,
+    },
+    /// Serve the tools to an MCP client over stdio (one tenant and user per process). Stdout
+    /// carries only protocol messages; logs and `--audit -` go to stderr.
+    Mcp,
+    /// Disconnect or reconnect one CRM for the tenant (operators only; kept in the tenant's
+    /// store, so every later start, and every server started after, honours it).
+    Connection {
+        #[arg(value_enum)]
+        action: ConnectionAction,
+        /// crm-a (HubSpot) or crm-b (Salesforce).
+        #[arg(long, value_parser = ["crm-a", "crm-b"])]
+        crm: String,
+    },
+    /// Serve MCP over Streamable HTTP at /mcp for every tenant of a tenants file; each request's
+    /// bearer token picks its tenant and user.
+    Serve {
+        /// Address to listen on.
+        #[arg(long, default_value = "127.0.0.1:8765")]
+        listen: std::net::SocketAddr,
+        /// The tenants file (TOML): tenants, and bearer-token hashes mapped to tenant and user.
+        #[arg(long)]
+        tenants: std::path::PathBuf,
+        /// A browser Origin allowed to call the server (repeatable); others get 403.
+        #[arg(long)]
+        allow_origin: Vec<String>,
+        /// The MCP endpoint as clients reach it, e.g. https://crm.example.com/mcp behind a
+        /// reverse proxy: the allowed Host, the metadata's resource and the 401 challenge
+        /// follow it. Required unless listening on loopback.
+        #[arg(long)]
+        public_url: Option<Url>,
+        #[command(flatten)]
+        limits: ServeLimits,
+    },
+    /// Serve the built-in sandbox CRM as a real HTTPS broker on loopback (crm-sandbox only),
+    /// with a self-signed certificate made at start-up. Prints one JSON line: the URL, the certificate's path and each
+    /// tenant's credential; then use `--proxy-base URL --ca-cert FILE` with
+    /// CRM_PROXY_CREDENTIAL set to a tenant's credential.
+    Sandbox {
+        /// Address to listen on (port 0 picks a free port).
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: std::net::SocketAddr,
+        /// Where to write the certificate (PEM) [default: <temp dir>/crm-host-sandbox-<port>.pem].
+        #[arg(long)]
+        cert_out: Option<std::path::PathBuf>,
+    },
+}
+
+/// What `crm-host connection` does.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ConnectionAction {
+    Disconnect,
+    Connect,
+}
+
+/// Who the calls act for and where they go; the same for every command.
+#[derive(Debug, Clone, Args)]
+struct Options {
+    /// Tenant (workspace) id.
+    #[arg(long, global = true, default_value = "acme")]
+    tenant: String,
+    /// Workspace user the calls act for.
+    #[arg(long, global = true, default_value = "demo-user")]
+    user: String,
+    /// CRM A scopes the tenant granted, comma-separated [default: the spec's required scopes].
+    #[arg(long, global = true, value_delimiter = ',', default_value = DEFAULT_SCOPES)]
+    scopes: Vec<String>,
+    /// Salesforce org URL for record links [sandbox: its own org].
+    #[arg(long, global = true)]
+    instance_url: Option<String>,
+    /// Use a real broker at this https URL. The credential is read from the
+    /// CRM_PROXY_CREDENTIAL environment variable; other CRM_* variables are passed to the
+    /// component as configuration.
+    #[arg(long, global = true)]
+    proxy_base: Option<Url>,
+    /// Trust this PEM certificate for the broker besides the public roots, e.g. the one
+    /// `crm-host sandbox` writes.
+    #[arg(long, global = true)]
+    ca_cert: Option<std::path::PathBuf>,
+    /// Component to load [default: the one this build made].
+    #[arg(long, global = true, default_value = crate::COMPONENT_PATH)]
+    component: String,
+    /// Append audit JSON lines to a file, or '-' for stderr.
+    #[arg(long, global = true)]
+    audit: Option<String>,
+    /// Where large query results are written as JSON Lines (for `serve`, the root of one
+    /// folder per tenant) [default: <data dir>/<tenant>/results].
+    #[arg(long, global = true)]
+    results_dir: Option<std::path::PathBuf>,
+    /// Where each tenant's mapping store (SQLite) is kept, as <dir>/<tenant>/mappings.sqlite.
+    #[arg(long, global = true, default_value = "crm-host-data")]
+    data_dir: std::path::PathBuf,
+    /// Where compiled components are kept, so later starts skip compiling
+    /// [default: $XDG_CACHE_HOME/crm-host, else ~/.cache/crm-host].
+    #[arg(long, global = true)]
+    cache_dir: Option<std::path::PathBuf>,
+    /// Compile the component afresh, neither reading nor writing the cache.
+    #[arg(long, global = true)]
+    no_cache: bool,
+}
+
+/// The CRM A scopes the spec lists as required, granted by default in the sandbox.
+const DEFAULT_SCOPES: &str = "crm.objects.companies.read,crm.objects.companies.write,\
+crm.objects.contacts.read,crm.objects.contacts.write,crm.objects.deals.read,\
+crm.objects.deals.write,crm.objects.owners.read,crm.objects.users.read,crm.schemas.custom.read,\
+oauth,sales-email-read,settings.users.read,settings.users.teams.read";
+
+/// Parses the command line and runs it; `built_in` answers when no broker is given.
+pub fn main(built_in: Option<Arc<dyn BuiltInCrm>>) -> ExitCode {
+    let cli = Cli::parse();
+    // Logs go to stderr: stdout belongs to the results, and to MCP's stdio transport.
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(tracing::Level::WARN)
+        .init();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    let command = cli.command.unwrap_or(Command::Demo);
+    let outcome = runtime.block_on(run(cli.options, command, built_in.as_deref()));
+    // Drops every task (and the audit log clones they hold, which write out their lines), but
+    // does not wait on a thread still blocked reading stdin after a stop signal.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(500));
+    match outcome {
+        Ok(code) => code,
+        Err(problem) => {
+            print_json(&json!({"error": {"kind": "host-error", "message": problem}}));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(
+    options: Options,
+    command: Command,
+    built_in: Option<&dyn BuiltInCrm>,
+) -> Result<ExitCode, String> {
+    if let Command::Serve {
+        listen,
+        tenants,
+        allow_origin,
+        public_url,
+        limits,
+    } = &command
+    {
+        let serve = ServeCommand {
+            listen: *listen,
+            tenants_path: tenants.clone(),
+            allowed_origins: allow_origin.clone(),
+            public_url: public_url.clone(),
+            limits: limits.limits(),
+        };
+        return serve_http(&options, serve, built_in).await;
+    }
+    if let Command::Connection { action, crm } = &command {
+        let file = MappingLocation::File(tenant_file(&options.data_dir, &options.tenant)?);
+        let store = MappingDb::open(&options.tenant, &file)?;
+        let disconnect = matches!(action, ConnectionAction::Disconnect);
+        store.set_disconnected(crm, disconnect)?;
+        print_json(&json!({"tenant": options.tenant, "crm": crm, "connected": !disconnect}));
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Command::Sandbox { listen, cert_out } = &command {
+        let built_in = built_in.ok_or(NO_BUILT_IN_CRM)?;
+        return serve_sandbox(built_in, *listen, cert_out.clone()).await;
+    }
+    let audit = audit_log(&options)?;
+    let (runtime, plugin) = load_component(&options)?;
+
+    let results_dir = match &options.results_dir {
+        Some(dir) => dir.clone(),
+        None => tenant_results_dir(&options.data_dir, &options.tenant)?,
+    };
+    let mappings = MappingLocation::File(tenant_file(&options.data_dir, &options.tenant)?);
+    let (backend, spec, instance_url): (Arc<dyn Backend>, TenantSpec, Option<String>) =
+        match &options.proxy_base {
+            Some(proxy_base) => {
+                let credential = std::env::var("CRM_PROXY_CREDENTIAL").map_err(|_| {
+                    "real-broker mode needs CRM_PROXY_CREDENTIAL in the environment".to_string()
+                })?;
+                let backend = network_backend(&options, &runtime)?;
+                let settings = env_settings();
+                let spec = TenantSpec {
+                    tenant_id: options.tenant.clone(),
+                    proxy_base: proxy_base.clone(),
+                    credential: Credential::new(credential),
+                    settings,
+                    results_dir: Some(results_dir),
+                    mappings,
+                };
+                (Arc::new(backend), spec, options.instance_url.clone())
+            }
+            None => {
+                let built_in = built_in.ok_or(NO_BUILT_IN_CRM)?;
+                let known = built_in.tenants();
+                if !known.contains(&options.tenant) {
+                    return Err(format!(
+                        "the sandbox has tenants {}; not {:?}",
+                        known.join(", "),
+                        options.tenant
+                    ));
+                }
+                let instance = options
+                    .instance_url
+                    .clone()
+                    .unwrap_or_else(|| built_in.instance_url(&options.tenant));
+                let mut spec = built_in.tenant_spec(&options.tenant);
+                spec.settings = env_settings();
+                spec.results_dir = Some(results_dir);
+                spec.mappings = mappings;
+                (built_in.backend(), spec, Some(instance))
+            }
+        };
+    let sandbox = options.proxy_base.is_none();
+    let host = Arc::new(Host::new(runtime, backend, audit.clone()));
+    host.add_tenant(spec, plugin).map_err(|e| e.to_string())?;
+    if let Command::Mcp = command {
+        let principal = Principal {
+            tenant_id: options.tenant.clone(),
+            user_id: options.user.clone(),
+            granted_scopes: options.scopes.clone(),
+            instance_url,
+            authority: Authority::Process,
+        };
+        let served = tokio::select! {
+            served = serve_stdio(host, principal) => served,
+            () = stop_signal() => Ok(ExitCode::SUCCESS),
+        };
+        audit
+            .flush()
+            .map_err(|e| format!("writing the audit trail: {e}"))?;
+        return served;
+    }
+    let request = |tool: &str, input: &str| CallRequest {
+        tenant_id: options.tenant.clone(),
+        user_id: options.user.clone(),
+        granted_scopes: options.scopes.clone(),
+        instance_url: instance_url.clone(),
+        tool: tool.into(),
+        input: input.into(),
+    };
+
+    match command {
+        Command::Tools => {
+            let specs = host
+                .list_tools(&options.tenant)
+                .await
+                .map_err(|e| e.to_string())?;
+            let specs: Vec<Value> = specs
+                .into_iter()
+                .map(|s| {
+                    json!({
+                        "name": s.name,
+                        "description": s.description,
+                        "input_schema": serde_json::from_str::<Value>(&s.input_schema).unwrap_or(Value::String(s.input_schema)),
+                        "read_only": s.read_only,
+                    })
+                })
+                .collect();
+            print_json(&Value::Array(specs));
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Call { tool, input } => Ok(report(host.call(request(&tool, &input)).await)),
+        Command::Demo if sandbox => demo::demo(&host, &request).await,
+        Command::Demo => Err("the demo runs against the sandbox only; drop --proxy-base".into()),
+        Command::Mcp
+        | Command::Serve { .. }
+        | Command::Connection { .. }
+        | Command::Sandbox { .. } => {
+            unreachable!("handled above")
+        }
+    }
+}
+
+/// Starts wasmtime and loads the component `--component` names.
+fn load_component(options: &Options) -> Result<(Arc<Runtime>, Arc<PluginVersion>), String> {
+    let runtime = Arc::new(
+        Runtime::new(HostLimits::default()).map_err(|e| format!("starting wasmtime: {e}"))?,
+    );
+    let wasm = std::fs::read(&options.component)
+        .map_err(|e| format!("reading {}: {e}", options.component))?;
+    let cache = if options.no_cache {
+        None
+    } else {
+        options
+            .cache_dir
+            .clone()
+            .or_else(ComponentCache::default_dir)
+            .and_then(|dir| component_cache(dir, &options.data_dir))
+    };
+    let plugin = match &cache {
+        Some(cache) => runtime.load_cached(&wasm, cache).map(|(plugin, _)| plugin),
+        None => runtime.load(&wasm),
+    }
+    .map_err(|e| format!("loading {}: {e}", options.component))?;
+    Ok((runtime, plugin))
+}
+
+/// The compiled-component cache in `dir`, its entries authenticated by the key in
+/// `<data dir>/cache.key`; none (a warning) when that key cannot be had, or when it would sit
+/// inside the cache directory it is meant to vouch for.
+fn component_cache(dir: std::path::PathBuf, data_dir: &std::path::Path) -> Option<ComponentCache> {
+    let key_path = data_dir.join("cache.key");
+    let inside = |path: &std::path::Path| {
+        std::path::absolute(path)
+            .ok()
+            .zip(std::path::absolute(&dir).ok())
+            .is_some_and(|(path, dir)| path.starts_with(dir))
+    };
+    if inside(&key_path) {
+        tracing::warn!(
+            "compiled-component cache: the data directory is inside the cache directory {}, so \
+             its key could not vouch for entries; compiling without the cache",
+            dir.display()
+        );
+        return None;
+    }
+    match CacheKey::load_or_create(&key_path) {
+        Ok(key) => Some(ComponentCache::new(dir, key)),
+        Err(err) => {
+            tracing::warn!(
+                "compiled-component cache: key {}: {err}; compiling without the cache",
+                key_path.display()
+            );
+            None
+        }
+    }
+}
+
+/// The `CRM_*` settings in the environment, for every tenant this process serves. The host
+/// keeps only `CRM_*` names and drops the credential and the broker base whatever it is given.
+fn env_settings() -> Vec<(String, String)> {
+    std::env::vars()
+        .filter(|(k, _)| k.starts_with("CRM_"))
+        .collect()
+}
+
+/// Where `--audit` sends audit lines: nowhere, stderr (`-`) or a file; never stdout.
+fn audit_log(options: &Options) -> Result<AuditLog, String> {
+    Ok(match options.audit.as_deref() {
+        None => AuditLog::discard(),
+        Some("-") => AuditLog::to_writer(Box::new(std::io::stderr())),
+        Some(path) => {
+            AuditLog::to_file(path.as_ref()).map_err(|e| format!("--audit {path}: {e}"))?
+        }
+    })
+}
+
+/// A tenant's result files by default: beside its store, under the data directory (private
+/// folders), never in a shared temporary directory.
+fn tenant_results_dir(
+    data_dir: &std::path::Path,
+    tenant: &str,
+) -> Result<std::path::PathBuf, String> {
+    let store = tenant_file(data_dir, tenant)?;
+    Ok(store.with_file_name("results"))
+}
+
+/// The real broker's backend: one pooled client, trusting `--ca-cert` besides the public roots.
+fn network_backend(options: &Options, runtime: &Runtime) -> Result<NetworkBackend, String> {
+    let mut network = NetworkOptions::new(64 << 20, runtime.limits().http_timeout);
+    if let Some(path) = &options.ca_cert {
+        network.extra_roots = read_certificates(path).map_err(|e| format!("--ca-cert: {e}"))?;
+    }
+    NetworkBackend::new(network).map_err(|e| e.to_string())
+}
+
+/// `crm-sandbox sandbox`: the built-in CRM over HTTPS on loopback, until the process is stopped.
+async fn serve_sandbox(
+    built_in: &dyn BuiltInCrm,
+    listen: std::net::SocketAddr,
+    cert_out: Option<std::path::PathBuf>,
+) -> Result<ExitCode, String> {
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| format!("--listen {listen}: {e}"))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    let ip = local.ip().to_string();
+    let cert = SelfSigned::generate(&[ip.as_str(), "localhost"]).map_err(|e| e.to_string())?;
+    let cert_path = cert_out.unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("crm-host-sandbox-{}.pem", local.port()))
+    });
+    std::fs::write(&cert_path, &cert.cert_pem)
+        .map_err(|e| format!("writing {}: {e}", cert_path.display()))?;
+    let tls = cert.server_config().map_err(|e| e.to_string())?;
+    let server =
+        Server::start(listener, built_in.backend(), Some(tls)).map_err(|e| e.to_string())?;
+    let credentials: serde_json::Map<String, Value> = built_in
+        .tenants()
+        .into_iter()
+        .map(|t| {
+            let credential = built_in.credential(&t);
+            (t, Value::String(credential))
+        })
+        .collect();
+    // The one line on stdout: where the server is and what a client needs to reach it.
+    println!(
+        "{}",
+        json!({"listening": server.url(), "cert": cert_path, "credentials": credentials})
+    );
+    server.run().await;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `crm-host mcp`: MCP over stdin/stdout until the client closes stdin.
+async fn serve_stdio(host: Arc<Host>, principal: Principal) -> Result<ExitCode, String> {
+    let server = McpServer::for_principal(host, principal);
+    let running = match server.serve(rmcp::transport::stdio()).await {
+        Ok(running) => running,
+        // The client closed its end before a session began (a probe, an era check): nothing
+        // went wrong on this side.
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
+            return Ok(ExitCode::SUCCESS);
+        }
+        Err(e) => return Err(format!("starting the MCP session: {e}")),
+    };
+    running
+        .waiting()
+        .await
+        .map_err(|e| format!("the MCP session failed: {e}"))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Resolves when the process is asked to stop: Ctrl-C, or SIGTERM where there is one.
+async fn stop_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                _ = term.recv() => {}
+            },
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Prints a call's result, or `{"error": {...}}`, and picks the exit code.
+pub(crate) fn report(result: Result<String, CallError>) -> ExitCode {
+    match result {
+        Ok(output) => {
+            print_json(&serde_json::from_str(&output).unwrap_or(Value::String(output)));
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            let message = match &err {
+                CallError::Tool(e) => e.message(),
+                other => other.to_string(),
+            };
+            print_json(&json!({"error": {"kind": err.kind(), "message": message}}));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn print_json(value: &Value) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).expect("JSON prints")
+    );
+}

@@ -1,0 +1,153 @@
+//! `mapping-store`: the calling tenant's mappings and created ids, and a sync's staged change,
+//! bound to the call's tenant and user (the component names neither).
+
+use crate::bindings::crm::plugin::mapping_store;
+use crate::connections::Connections;
+use crate::egress::Integration;
+use crate::mappings::{MappingChange, MappingDb, StoredMapping};
+use std::sync::Arc;
+use wasmtime::component::{HasData, Resource, ResourceTable};
+
+/// `mapping-store` as one call sees it: its tenant's store, user and connections (the
+/// component passes no tenant).
+pub(crate) struct MappingStoreView<'a> {
+    pub(crate) db: &'a Arc<MappingDb>,
+    pub(crate) user_id: &'a str,
+    pub(crate) connections: &'a Connections,
+    /// CRM A's generation when the call began: a sync cut by a disconnect writes nothing.
+    pub(crate) crm_a_generation: u64,
+    pub(crate) table: &'a mut ResourceTable,
+}
+
+/// The `mapping-store` capability, for the linker: its host data is a [`MappingStoreView`].
+pub(crate) struct MappingStore;
+
+impl HasData for MappingStore {
+    type Data<'a> = MappingStoreView<'a>;
+}
+
+impl mapping_store::Host for MappingStoreView<'_> {
+    fn list_mappings(
+        &mut self,
+        kind: mapping_store::MappingKind,
+        after: Option<String>,
+        limit: u32,
+    ) -> Result<Vec<mapping_store::Mapping>, String> {
+        let rows = self
+            .db
+            .list_page(kind_name(kind), after.as_deref(), limit as usize)?;
+        Ok(to_wit(rows))
+    }
+
+    fn begin_change(&mut self) -> Result<Resource<MappingChange>, String> {
+        self.table
+            .push(MappingChange::begin(self.db))
+            .map_err(|e| e.to_string())
+    }
+
+    fn record_created(
+        &mut self,
+        crm: String,
+        object_type: String,
+        record_id: String,
+    ) -> Result<(), String> {
+        self.db
+            .record_created(self.user_id, &crm, &object_type, &record_id)
+    }
+}
+
+/// A sync's change: staged in bounded batches, applied at commit in one transaction. The
+/// commit is refused when HubSpot was disconnected since the call began, so a sync cut by an
+/// operator's disconnect writes nothing.
+impl mapping_store::HostMappingChange for MappingStoreView<'_> {
+    fn observe(
+        &mut self,
+        change: Resource<MappingChange>,
+        mappings: Vec<mapping_store::Mapping>,
+    ) -> Result<(), String> {
+        let rows = from_wit(mappings);
+        self.change(&change)?.observe(&rows)
+    }
+
+    fn observed(
+        &mut self,
+        change: Resource<MappingChange>,
+        kind: mapping_store::MappingKind,
+        after: Option<String>,
+        limit: u32,
+    ) -> Result<Vec<mapping_store::Mapping>, String> {
+        let rows =
+            self.change(&change)?
+                .observed(kind_name(kind), after.as_deref(), limit as usize)?;
+        Ok(to_wit(rows))
+    }
+
+    fn write(
+        &mut self,
+        change: Resource<MappingChange>,
+        mappings: Vec<mapping_store::Mapping>,
+    ) -> Result<(), String> {
+        let rows = from_wit(mappings);
+        self.change(&change)?.write(&rows)
+    }
+
+    fn commit(&mut self, change: Resource<MappingChange>) -> Result<(), String> {
+        if !self
+            .connections
+            .unchanged_since(Integration::CrmA, self.crm_a_generation)
+        {
+            return Err(
+                "HubSpot was disconnected during the call; no mapping was written. Reconnect \
+                 HubSpot in the workspace's integration settings, then sync again."
+                    .into(),
+            );
+        }
+        self.change(&change)?.commit()
+    }
+
+    fn drop(&mut self, change: Resource<MappingChange>) -> wasmtime::Result<()> {
+        // Dropping an uncommitted change discards what it staged.
+        self.table.delete(change)?;
+        Ok(())
+    }
+}
+
+impl MappingStoreView<'_> {
+    fn change(&mut self, change: &Resource<MappingChange>) -> Result<&mut MappingChange, String> {
+        self.table.get_mut(change).map_err(|e| e.to_string())
+    }
+}
+
+fn kind_name(kind: mapping_store::MappingKind) -> &'static str {
+    match kind {
+        mapping_store::MappingKind::User => "user",
+        mapping_store::MappingKind::Owner => "owner",
+    }
+}
+
+fn from_wit(mappings: Vec<mapping_store::Mapping>) -> Vec<StoredMapping> {
+    mappings
+        .into_iter()
+        .map(|m| StoredMapping {
+            kind: kind_name(m.kind).into(),
+            crm_id: m.crm_id,
+            fields: m.fields,
+            deleted: m.deleted,
+        })
+        .collect()
+}
+
+/// Rows as the WIT's mappings; the store only ever holds the two kinds.
+fn to_wit(rows: Vec<StoredMapping>) -> Vec<mapping_store::Mapping> {
+    rows.into_iter()
+        .map(|m| mapping_store::Mapping {
+            kind: match m.kind.as_str() {
+                "user" => mapping_store::MappingKind::User,
+                _ => mapping_store::MappingKind::Owner,
+            },
+            crm_id: m.crm_id,
+            fields: m.fields,
+            deleted: m.deleted,
+        })
+        .collect()
+}
