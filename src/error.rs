@@ -41,15 +41,15 @@ impl ToolError {
     /// The WIT case name, used in audit lines and the command-line output.
     pub fn kind(&self) -> &'static str {
         match self {
-            ToolError::NotConnected(_) => "not-connected",
-            ToolError::MissingScopes(_) => "missing-scopes",
-            ToolError::Forbidden(_) => "forbidden",
-            ToolError::InvalidInput(_) => "invalid-input",
-            ToolError::NotFound(_) => "not-found",
-            ToolError::RateLimited(_) => "rate-limited",
-            ToolError::Unavailable(_) => "unavailable",
-            ToolError::OutcomeUnknown(_) => "outcome-unknown",
-            ToolError::CrmError(_) => "crm-error",
+            ToolError::NotConnected(_) => kinds::NOT_CONNECTED,
+            ToolError::MissingScopes(_) => kinds::MISSING_SCOPES,
+            ToolError::Forbidden(_) => kinds::FORBIDDEN,
+            ToolError::InvalidInput(_) => kinds::INVALID_INPUT,
+            ToolError::NotFound(_) => kinds::NOT_FOUND,
+            ToolError::RateLimited(_) => kinds::RATE_LIMITED,
+            ToolError::Unavailable(_) => kinds::UNAVAILABLE,
+            ToolError::OutcomeUnknown(_) => kinds::OUTCOME_UNKNOWN,
+            ToolError::CrmError(_) => kinds::CRM_ERROR,
         }
     }
 
@@ -59,8 +59,31 @@ impl ToolError {
     }
 }
 
+/// The WIT `tool-error` case names, as the host and its clients read them (one spelling, used
+/// by the component and the host alike).
+pub mod kinds {
+    /// Reconnect the CRM.
+    pub const NOT_CONNECTED: &str = "not-connected";
+    /// Re-authorize with the named scopes.
+    pub const MISSING_SCOPES: &str = "missing-scopes";
+    /// The CRM or the workspace policy refused.
+    pub const FORBIDDEN: &str = "forbidden";
+    /// Fix the input; nothing was sent.
+    pub const INVALID_INPUT: &str = "invalid-input";
+    /// No such record or object.
+    pub const NOT_FOUND: &str = "not-found";
+    /// Retry later.
+    pub const RATE_LIMITED: &str = "rate-limited";
+    /// The CRM or broker kept failing; retry later.
+    pub const UNAVAILABLE: &str = "unavailable";
+    /// A write was sent and its outcome is unknown.
+    pub const OUTCOME_UNKNOWN: &str = "outcome-unknown";
+    /// Any other CRM error, as JSON.
+    pub const CRM_ERROR: &str = "crm-error";
+}
+
 /// Which CRM a problem comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Crm {
     /// CRM A.
@@ -83,6 +106,22 @@ impl Crm {
         [Crm::Hubspot, Crm::Salesforce]
             .into_iter()
             .find(|c| c.id() == id)
+    }
+
+    /// The name the spec, the egress policy and the operator's commands give the CRM's
+    /// connection: `crm-a` (HubSpot) or `crm-b` (Salesforce).
+    pub fn integration(self) -> &'static str {
+        match self {
+            Crm::Hubspot => "crm-a",
+            Crm::Salesforce => "crm-b",
+        }
+    }
+
+    /// The CRM whose connection is named `name` (`crm-a`, `crm-b`).
+    pub fn from_integration(name: &str) -> Option<Crm> {
+        [Crm::Hubspot, Crm::Salesforce]
+            .into_iter()
+            .find(|c| c.integration() == name)
     }
 
     /// The product's name, for messages (`HubSpot`).

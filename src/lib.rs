@@ -8,7 +8,6 @@
 
 #![warn(unreachable_pub, missing_docs)]
 
-pub mod client;
 pub mod config;
 pub mod context;
 pub mod crma;
@@ -22,6 +21,7 @@ pub mod mapping;
 pub mod proxy;
 pub mod registry;
 pub(crate) mod result_file;
+pub mod retry;
 pub(crate) mod schema;
 pub mod tool;
 

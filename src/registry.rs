@@ -70,9 +70,9 @@ pub fn call_tool(name: &str, input: &str, session: &mut Session<'_>) -> Result<S
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::tests::ScriptedTransport;
     use crate::config::ConfigError;
     use crate::context::CallContext;
+    use crate::retry::tests::ScriptedTransport;
     use serde_json::Value;
 
     #[test]

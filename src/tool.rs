@@ -2,13 +2,13 @@
 //! tool uses (who it acts for, the configuration, the only way out), [`NoInput`], and the
 //! [`Entry`] a CRM module lists its tools with. It knows no CRM and no registry.
 
-use crate::client::{self, Answer, HintReader};
 use crate::config::{Config, ConfigError};
 use crate::context::CallContext;
 use crate::error::ToolError;
 use crate::governance::{Journal, WriteGate};
 use crate::http::{Effect, Request, Transport};
 use crate::mapping::{CreatedRecord, MappingStore};
+use crate::retry::{self, Answer, HintReader};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -138,7 +138,7 @@ impl<'a> Session<'a> {
         })
     }
 
-    /// Sends a request with the retry rules of [`client::execute`]; `read_hint` is the CRM's
+    /// Sends a request with the retry rules of [`retry::execute`]; `read_hint` is the CRM's
     /// own reader of when to try again. A write goes through the call's [`WriteGate`] (policy,
     /// preview, confirmation, journal); a call without one sends no write at all.
     pub fn send(&mut self, request: &Request, read_hint: HintReader) -> Result<Answer, ToolError> {
@@ -162,7 +162,7 @@ impl<'a> Session<'a> {
         read_hint: HintReader,
     ) -> Result<Answer, ToolError> {
         let limits = self.config()?.limits;
-        client::execute(self.transport, &limits, request, read_hint)
+        retry::execute(self.transport, &limits, request, read_hint)
     }
 }
 

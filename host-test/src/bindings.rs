@@ -9,12 +9,13 @@ wasmtime::component::bindgen!({
         "wasi:io": wasmtime_wasi::p2::bindings::io,
         "wasi:clocks": wasmtime_wasi::p2::bindings::clocks,
         "crm:plugin/result-files.result-file": crate::result_file::ResultFile,
-        "crm:plugin/mapping-store.mapping-change": crate::mappings::MappingChange,
+        "crm:plugin/mapping-store.mapping-change": crate::tenant_db::MappingChange,
     },
     require_store_data_send: true,
 });
 
 use crate::governance::HostPolicy;
+use crm_plugin::error::kinds;
 
 pub use exports::crm::plugin::tool_metadata::{ToolAnnotations, ToolMetadata};
 pub use exports::crm::plugin::tools::{CallContext, ToolError, ToolSpec};
@@ -35,15 +36,15 @@ impl ToolError {
     /// The WIT case name.
     pub fn kind(&self) -> &'static str {
         match self {
-            ToolError::NotConnected(_) => "not-connected",
-            ToolError::MissingScopes(_) => "missing-scopes",
-            ToolError::Forbidden(_) => "forbidden",
-            ToolError::InvalidInput(_) => "invalid-input",
-            ToolError::NotFound(_) => "not-found",
-            ToolError::RateLimited(_) => "rate-limited",
-            ToolError::Unavailable(_) => "unavailable",
-            ToolError::OutcomeUnknown(_) => "outcome-unknown",
-            ToolError::CrmError(_) => "crm-error",
+            ToolError::NotConnected(_) => kinds::NOT_CONNECTED,
+            ToolError::MissingScopes(_) => kinds::MISSING_SCOPES,
+            ToolError::Forbidden(_) => kinds::FORBIDDEN,
+            ToolError::InvalidInput(_) => kinds::INVALID_INPUT,
+            ToolError::NotFound(_) => kinds::NOT_FOUND,
+            ToolError::RateLimited(_) => kinds::RATE_LIMITED,
+            ToolError::Unavailable(_) => kinds::UNAVAILABLE,
+            ToolError::OutcomeUnknown(_) => kinds::OUTCOME_UNKNOWN,
+            ToolError::CrmError(_) => kinds::CRM_ERROR,
         }
     }
 

@@ -8,7 +8,7 @@
 //! it (a running sync) can tell and write nothing. Calls to the other CRM go on as before.
 
 use crate::credential::Credential;
-use crate::egress::Integration;
+use crate::egress::Crm;
 use std::sync::RwLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -28,7 +28,7 @@ pub struct Connections {
 
 impl Connections {
     /// Both CRMs connected with the tenant's broker credential, except those in `disconnected`.
-    pub fn new(credential: Credential, disconnected: &[Integration]) -> Self {
+    pub fn new(credential: Credential, disconnected: &[Crm]) -> Self {
         let link = |integration| Link {
             credential: RwLock::new(
                 (!disconnected.contains(&integration)).then(|| credential.clone()),
@@ -36,20 +36,20 @@ impl Connections {
             generation: AtomicU64::new(0),
         };
         Connections {
-            crm_a: link(Integration::CrmA),
-            crm_b: link(Integration::CrmB),
+            crm_a: link(Crm::Hubspot),
+            crm_b: link(Crm::Salesforce),
         }
     }
 
-    fn link(&self, integration: Integration) -> &Link {
+    fn link(&self, integration: Crm) -> &Link {
         match integration {
-            Integration::CrmA => &self.crm_a,
-            Integration::CrmB => &self.crm_b,
+            Crm::Hubspot => &self.crm_a,
+            Crm::Salesforce => &self.crm_b,
         }
     }
 
     /// The credential to send to `integration` with, if it is connected.
-    pub fn credential(&self, integration: Integration) -> Option<Credential> {
+    pub fn credential(&self, integration: Crm) -> Option<Credential> {
         self.link(integration)
             .credential
             .read()
@@ -58,19 +58,19 @@ impl Connections {
     }
 
     /// Whether `integration` is connected.
-    pub fn is_connected(&self, integration: Integration) -> bool {
+    pub fn is_connected(&self, integration: Crm) -> bool {
         self.credential(integration).is_some()
     }
 
     /// Drops the credential for `integration`.
-    pub fn disconnect(&self, integration: Integration) {
+    pub fn disconnect(&self, integration: Crm) {
         let link = self.link(integration);
         *link.credential.write().unwrap_or_else(|e| e.into_inner()) = None;
         link.generation.fetch_add(1, Ordering::SeqCst);
     }
 
     /// Connects `integration` again with `credential`.
-    pub fn connect(&self, integration: Integration, credential: Credential) {
+    pub fn connect(&self, integration: Crm, credential: Credential) {
         *self
             .link(integration)
             .credential
@@ -79,12 +79,12 @@ impl Connections {
     }
 
     /// Where `integration` stands now; compare with [`Connections::unchanged_since`] later.
-    pub fn generation(&self, integration: Integration) -> u64 {
+    pub fn generation(&self, integration: Crm) -> u64 {
         self.link(integration).generation.load(Ordering::SeqCst)
     }
 
     /// True when `integration` is connected and was not disconnected since `generation`.
-    pub fn unchanged_since(&self, integration: Integration, generation: u64) -> bool {
+    pub fn unchanged_since(&self, integration: Crm, generation: u64) -> bool {
         self.is_connected(integration) && self.generation(integration) == generation
     }
 }
@@ -96,21 +96,21 @@ mod tests {
     #[test]
     fn a_disconnect_drops_one_crms_credential_and_is_seen_by_calls_already_running() {
         let links = Connections::new(Credential::new("c"), &[]);
-        let started = links.generation(Integration::CrmA);
-        links.disconnect(Integration::CrmA);
-        assert!(links.credential(Integration::CrmA).is_none());
-        assert!(links.credential(Integration::CrmB).is_some());
-        links.connect(Integration::CrmA, Credential::new("c2"));
-        assert!(links.is_connected(Integration::CrmA));
-        assert!(!links.unchanged_since(Integration::CrmA, started));
-        let now = links.generation(Integration::CrmA);
-        assert!(links.unchanged_since(Integration::CrmA, now));
+        let started = links.generation(Crm::Hubspot);
+        links.disconnect(Crm::Hubspot);
+        assert!(links.credential(Crm::Hubspot).is_none());
+        assert!(links.credential(Crm::Salesforce).is_some());
+        links.connect(Crm::Hubspot, Credential::new("c2"));
+        assert!(links.is_connected(Crm::Hubspot));
+        assert!(!links.unchanged_since(Crm::Hubspot, started));
+        let now = links.generation(Crm::Hubspot);
+        assert!(links.unchanged_since(Crm::Hubspot, now));
     }
 
     #[test]
     fn a_disconnect_kept_in_the_store_holds_from_the_start() {
-        let links = Connections::new(Credential::new("c"), &[Integration::CrmB]);
-        assert!(links.is_connected(Integration::CrmA));
-        assert!(!links.is_connected(Integration::CrmB));
+        let links = Connections::new(Credential::new("c"), &[Crm::Salesforce]);
+        assert!(links.is_connected(Crm::Hubspot));
+        assert!(!links.is_connected(Crm::Salesforce));
     }
 }

@@ -4,6 +4,8 @@
 //! whatever the component did. The component enforces the same policy on each write it builds
 //! (see `src/governance/`); this is the second wall.
 
+use crm_plugin::governance::WorkspacePolicy;
+use crm_plugin::governance::policy::keys;
 use serde_json::Value;
 
 /// What an error about a masked field says instead of the CRM's own words.
@@ -23,59 +25,54 @@ const DEFAULT_CONFIRM_TTL_SECONDS: u64 = 600;
 /// The HubSpot activity types `crma_log_activity` writes.
 const ACTIVITY_TYPES: [&str; 5] = ["notes", "calls", "meetings", "emails", "tasks"];
 
-/// The host's reading of one tenant's policy.
+/// The host's reading of one tenant's policy: the component's own reading of the
+/// `CRM_POLICY_*` settings (one parser, one set of keys), plus what only the host uses.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HostPolicy {
-    read_only: bool,
-    crm_a_writable: Option<Vec<String>>,
-    crm_b_writable: Option<Vec<String>>,
-    masked: Vec<String>,
+    policy: WorkspacePolicy,
     confirm_ttl_seconds: u64,
 }
 
-fn names(text: &str) -> Vec<String> {
-    text.split(',')
-        .map(|n| n.trim().to_ascii_lowercase())
-        .filter(|n| !n.is_empty() && n != "none")
-        .collect()
+impl std::ops::Deref for HostPolicy {
+    type Target = WorkspacePolicy;
+
+    fn deref(&self) -> &WorkspacePolicy {
+        &self.policy
+    }
 }
 
 impl HostPolicy {
-    /// Reads the policy from the tenant's settings; refuses a malformed setting by name.
+    /// Reads the policy from the tenant's settings (a later setting of a key wins); refuses a
+    /// malformed setting by name, as the component would on its first call.
     pub fn from_settings<'a>(
         settings: impl IntoIterator<Item = (&'a str, &'a str)>,
     ) -> Result<Self, String> {
-        let mut policy = HostPolicy {
-            confirm_ttl_seconds: DEFAULT_CONFIRM_TTL_SECONDS,
-            ..HostPolicy::default()
+        let settings: Vec<(&str, &str)> = settings
+            .into_iter()
+            .map(|(k, v)| (k, v.trim()))
+            .filter(|(_, v)| !v.is_empty())
+            .collect();
+        let get = |key: &str| {
+            settings
+                .iter()
+                .rev()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| *v)
         };
-        for (key, value) in settings {
-            let value = value.trim();
-            if value.is_empty() {
-                continue;
-            }
-            match key {
-                "CRM_POLICY_READ_ONLY" => {
-                    policy.read_only = match value.to_ascii_lowercase().as_str() {
-                        "true" => true,
-                        "false" => false,
-                        _ => return Err(format!("{key}: {value:?} is not true or false")),
-                    }
-                }
-                "CRM_POLICY_CRM_A_WRITABLE" => policy.crm_a_writable = Some(names(value)),
-                "CRM_POLICY_CRM_B_WRITABLE" => policy.crm_b_writable = Some(names(value)),
-                "CRM_POLICY_MASKED_FIELDS" => policy.masked = names(value),
-                "CRM_POLICY_CONFIRM_TTL_SECONDS" => {
-                    policy.confirm_ttl_seconds = value
-                        .parse()
-                        .ok()
-                        .filter(|s| (1..=86_400).contains(s))
-                        .ok_or_else(|| format!("{key}: {value:?} is not 1 to 86400 seconds"))?
-                }
-                _ => {}
-            }
-        }
-        Ok(policy)
+        let policy = WorkspacePolicy::from_settings(get).map_err(|e| e.to_string())?;
+        let key = keys::CONFIRM_TTL_SECONDS;
+        let confirm_ttl_seconds = match get(key) {
+            None => DEFAULT_CONFIRM_TTL_SECONDS,
+            Some(value) => value
+                .parse()
+                .ok()
+                .filter(|s| (1..=86_400).contains(s))
+                .ok_or_else(|| format!("{key}: {value:?} is not 1 to 86400 seconds"))?,
+        };
+        Ok(HostPolicy {
+            policy,
+            confirm_ttl_seconds,
+        })
     }
 
     /// How long a confirmation token stays good, in milliseconds.

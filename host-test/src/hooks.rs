@@ -11,7 +11,7 @@ use crate::audit::{AuditEvent, AuditLog, millis};
 use crate::backend::Backend;
 use crate::connections::Connections;
 use crate::credential::CREDENTIAL_HEADER;
-use crate::egress::{Admitted, Integration, Policy, Refusal, Roots};
+use crate::egress::{Admitted, Crm, Policy, Refusal, Roots};
 use http::HeaderValue;
 use http_body_util::{BodyExt, Full, Limited};
 use std::fmt;
@@ -278,19 +278,19 @@ impl WasiHttpHooks for BrokerHooks {
 /// removed (a 401 in each CRM's own error shape), so the component says `not-connected`.
 /// Nothing was sent.
 fn disconnected(
-    integration: Integration,
+    integration: Crm,
 ) -> (
     http::Response<WasiBody>,
     Box<dyn Future<Output = Result<(), HttpError>> + Send>,
 ) {
     let body = match integration {
-        Integration::CrmA => serde_json::json!({
+        Crm::Hubspot => serde_json::json!({
             "status": "error",
             "category": "INVALID_AUTHENTICATION",
             "message": "HubSpot was disconnected for this workspace; nothing was sent. \
                         Reconnect HubSpot in the workspace's integration settings.",
         }),
-        Integration::CrmB => serde_json::json!([{
+        Crm::Salesforce => serde_json::json!([{
             "errorCode": "INVALID_SESSION_ID",
             "message": "Salesforce was disconnected for this workspace; nothing was sent. \
                         Reconnect Salesforce in the workspace's integration settings.",

@@ -10,11 +10,11 @@ use crate::backend::Backend;
 use crate::bindings::{CallContext, ToolError, ToolMetadata, ToolSpec};
 use crate::connections::Connections;
 use crate::credential::Credential;
-use crate::egress::{Integration, Roots};
+use crate::egress::{Crm, Roots};
 use crate::governance::HostPolicy;
 use crate::hooks::{BrokerHooks, BrokerOrigin, EgressScope};
-use crate::mappings::{MappingDb, MappingLocation};
 use crate::runtime::{PluginVersion, Runtime, TenantResources, ToolListing};
+use crate::tenant_db::{DbLocation, TenantDb};
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,7 +44,7 @@ pub struct TenantSpec {
     /// through `result-files`; `None` keeps every result inline.
     pub results_dir: Option<PathBuf>,
     /// Where the tenant's user/owner mappings and created-record ids are kept.
-    pub mappings: MappingLocation,
+    pub mappings: DbLocation,
 }
 
 /// What the component is told about its results directory: files are on. It names files,
@@ -61,7 +61,7 @@ struct TenantEntry {
     connections: Arc<Connections>,
     config: Arc<WasiConfigVariables>,
     results_dir: Option<PathBuf>,
-    mappings: Arc<MappingDb>,
+    mappings: Arc<TenantDb>,
     /// The operator's policy for the tenant: hidden tools, masked fields, token lifetime.
     policy: Arc<HostPolicy>,
     plugin: Arc<PluginVersion>,
@@ -177,16 +177,16 @@ impl Host {
             }
             None => None,
         };
-        let mappings = MappingDb::open(&spec.tenant_id, &spec.mappings).map_err(|e| {
+        let mappings = TenantDb::open(&spec.tenant_id, &spec.mappings).map_err(|e| {
             CallError::BadTenant(spec.tenant_id.clone(), format!("mapping store: {e}"))
         })?;
-        let disconnected: Vec<Integration> = mappings
+        let disconnected: Vec<Crm> = mappings
             .disconnected()
             .map_err(|e| {
                 CallError::BadTenant(spec.tenant_id.clone(), format!("mapping store: {e}"))
             })?
             .iter()
-            .filter_map(|crm| Integration::from_name(crm))
+            .filter_map(|crm| Crm::from_integration(crm))
             .collect();
         let entry = TenantEntry {
             tenant_id: spec.tenant_id.as_str().into(),
@@ -253,12 +253,12 @@ impl Host {
     /// is dropped at once, new calls to it get `not-connected` with nothing sent, calls already
     /// running send nothing more to it, and a running sync writes nothing. Mappings are kept.
     /// The disconnect is kept in the tenant's store, so it holds after a restart.
-    pub fn disconnect(&self, tenant_id: &str, integration: Integration) -> Result<(), CallError> {
+    pub fn disconnect(&self, tenant_id: &str, integration: Crm) -> Result<(), CallError> {
         let entry = self.tenant(tenant_id)?;
         entry.connections.disconnect(integration);
         entry
             .mappings
-            .set_disconnected(&integration.to_string(), true)
+            .set_disconnected(integration.integration(), true)
             .map_err(|e| CallError::BadTenant(tenant_id.into(), format!("mapping store: {e}")))
     }
 
@@ -266,24 +266,20 @@ impl Host {
     pub fn reconnect(
         &self,
         tenant_id: &str,
-        integration: Integration,
+        integration: Crm,
         credential: Credential,
     ) -> Result<(), CallError> {
         let entry = self.tenant(tenant_id)?;
         entry
             .mappings
-            .set_disconnected(&integration.to_string(), false)
+            .set_disconnected(integration.integration(), false)
             .map_err(|e| CallError::BadTenant(tenant_id.into(), format!("mapping store: {e}")))?;
         entry.connections.connect(integration, credential);
         Ok(())
     }
 
     /// Whether the tenant's `integration` is connected.
-    pub fn is_connected(
-        &self,
-        tenant_id: &str,
-        integration: Integration,
-    ) -> Result<bool, CallError> {
+    pub fn is_connected(&self, tenant_id: &str, integration: Crm) -> Result<bool, CallError> {
         Ok(self
             .tenant(tenant_id)?
             .connections
@@ -328,7 +324,7 @@ impl Host {
     }
 
     /// The tenant's mapping store, as the host keeps it (for tools around the host, and tests).
-    pub fn mappings(&self, tenant_id: &str) -> Result<Arc<MappingDb>, CallError> {
+    pub fn mappings(&self, tenant_id: &str) -> Result<Arc<TenantDb>, CallError> {
         Ok(self.tenant(tenant_id)?.mappings.clone())
     }
 
@@ -509,14 +505,13 @@ impl Host {
         // A tool refused up front is one whose every CRM is disconnected; a tool that may reach
         // either (`crm_revert_change`) still runs for the connected one, and the hooks answer a
         // request to the disconnected one with a local 401, sending nothing.
-        let reaches: Vec<Integration> =
-            entry.plugin.policy.integrations_of(&request.tool).collect();
+        let reaches: Vec<Crm> = entry.plugin.policy.integrations_of(&request.tool).collect();
         if let Some(&integration) = reaches.first()
             && reaches.iter().all(|i| !entry.connections.is_connected(*i))
         {
             let crm = match integration {
-                Integration::CrmA => "HubSpot",
-                Integration::CrmB => "Salesforce",
+                Crm::Hubspot => "HubSpot",
+                Crm::Salesforce => "Salesforce",
             };
             return (
                 Err(CallError::Tool(ToolError::NotConnected(format!(
@@ -561,7 +556,7 @@ impl Host {
 /// A fresh id for one call, written on its audit line and kept with every change it journals.
 fn new_call_id() -> String {
     // Without the system's random numbers the time stands in: the id names, it does not guard.
-    crate::mappings::journal::random_hex(8).unwrap_or_else(|_| {
+    crate::tenant_db::journal::random_hex(8).unwrap_or_else(|_| {
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map(|d| d.as_nanos() as u64)

@@ -4,14 +4,14 @@
 
 use crate::bindings::crm::plugin::change_journal as wit;
 use crate::governance::HostPolicy;
-use crate::mappings::MappingDb;
-use crate::mappings::journal::{CallIdentity, Kind, NewChange, Refusal, Status};
+use crate::tenant_db::TenantDb;
+use crate::tenant_db::journal::{CallIdentity, Kind, NewChange, Refusal, Status};
 use wasmtime::component::HasData;
 
 /// `change-journal` as one call sees it: its tenant's journal, and the identity (user, tool,
 /// audit call id) every entry and token is bound to.
 pub(crate) struct JournalView<'a> {
-    pub(crate) db: &'a MappingDb,
+    pub(crate) db: &'a TenantDb,
     pub(crate) identity: CallIdentity<'a>,
     pub(crate) policy: &'a HostPolicy,
 }
@@ -32,7 +32,7 @@ fn status(status: wit::ChangeStatus) -> Status {
     }
 }
 
-fn to_wit(row: crate::mappings::journal::JournalRow) -> wit::Change {
+fn to_wit(row: crate::tenant_db::journal::JournalRow) -> wit::Change {
     wit::Change {
         id: row.id,
         at_ms: row.at_ms.max(0) as u64,

@@ -22,12 +22,12 @@ pub mod hooks;
 pub mod host;
 mod journal;
 mod mapping_store;
-pub mod mappings;
 pub mod mcp;
 pub mod metrics;
 pub mod private_fs;
 pub mod result_file;
 pub mod runtime;
+pub mod tenant_db;
 
 pub use audit::AuditLog;
 pub use backend::Backend;

@@ -3,15 +3,15 @@
 
 use crate::bindings::crm::plugin::mapping_store;
 use crate::connections::Connections;
-use crate::egress::Integration;
-use crate::mappings::{MappingChange, MappingDb, StoredMapping};
+use crate::egress::Crm;
+use crate::tenant_db::{MappingChange, StoredMapping, TenantDb};
 use std::sync::Arc;
 use wasmtime::component::{HasData, Resource, ResourceTable};
 
 /// `mapping-store` as one call sees it: its tenant's store, user and connections (the
 /// component passes no tenant).
 pub(crate) struct MappingStoreView<'a> {
-    pub(crate) db: &'a Arc<MappingDb>,
+    pub(crate) db: &'a Arc<TenantDb>,
     pub(crate) user_id: &'a str,
     pub(crate) connections: &'a Connections,
     /// CRM A's generation when the call began: a sync cut by a disconnect writes nothing.
@@ -94,7 +94,7 @@ impl mapping_store::HostMappingChange for MappingStoreView<'_> {
     fn commit(&mut self, change: Resource<MappingChange>) -> Result<(), String> {
         if !self
             .connections
-            .unchanged_since(Integration::CrmA, self.crm_a_generation)
+            .unchanged_since(Crm::Hubspot, self.crm_a_generation)
         {
             return Err(
                 "HubSpot was disconnected during the call; no mapping was written. Reconnect \

@@ -8,14 +8,14 @@ use crate::bindings::crm::plugin::{change_journal, mapping_store, result_files};
 use crate::bindings::{PluginPre, ToolMetadata, ToolSpec};
 use crate::cache::{CacheOutcome, ComponentCache};
 use crate::connections::Connections;
-use crate::egress::{Integration, Policy};
+use crate::egress::{Crm, Policy};
 use crate::files::{FilesView, ResultFiles, ResultsDir};
 use crate::governance::HostPolicy;
 use crate::hooks::BrokerHooks;
 use crate::journal::{ChangeJournal, JournalView};
 use crate::mapping_store::{MappingStore, MappingStoreView};
-use crate::mappings::MappingDb;
-use crate::mappings::journal::CallIdentity;
+use crate::tenant_db::TenantDb;
+use crate::tenant_db::journal::CallIdentity;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
@@ -86,7 +86,7 @@ pub struct CallState {
     pub(crate) hooks: BrokerHooks,
     limits: PeakTracking,
     /// The serving tenant's mapping store, and the user the call acts for.
-    pub(crate) mappings: Arc<MappingDb>,
+    pub(crate) mappings: Arc<TenantDb>,
     pub(crate) user_id: String,
     /// The tenant's connections, and CRM A's generation when the call began: a sync cut by a
     /// disconnect writes nothing.
@@ -379,7 +379,7 @@ impl Runtime {
                 unpublished: Default::default(),
             }),
             mappings: tenant.mappings,
-            crm_a_generation: tenant.connections.generation(Integration::CrmA),
+            crm_a_generation: tenant.connections.generation(Crm::Hubspot),
             connections: tenant.connections,
             policy: tenant.policy,
             call_id: tenant.call_id,
@@ -406,7 +406,7 @@ impl Runtime {
 pub(crate) struct TenantResources {
     pub(crate) config: Arc<WasiConfigVariables>,
     pub(crate) results_dir: Option<std::path::PathBuf>,
-    pub(crate) mappings: Arc<MappingDb>,
+    pub(crate) mappings: Arc<TenantDb>,
     pub(crate) connections: Arc<Connections>,
     pub(crate) policy: Arc<HostPolicy>,
     pub(crate) call_id: Arc<str>,

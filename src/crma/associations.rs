@@ -397,8 +397,8 @@ impl Tool for CreateAssociation {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::tests::{ScriptedTransport, response};
     use crate::harness;
+    use crate::retry::tests::{ScriptedTransport, response};
 
     #[test]
     fn association_rows_read_numeric_and_string_ids_and_labels() {

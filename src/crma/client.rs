@@ -3,10 +3,10 @@
 use super::errors::map_error;
 use super::rate_limits;
 use super::scopes::{Operation, check};
-use crate::client::Answer;
 use crate::error::{Crm, CrmProblem, ToolError};
 use crate::http::{Effect, Request, WriteMethod};
 use crate::proxy;
+use crate::retry::Answer;
 use crate::tool::Session;
 use serde::de::DeserializeOwned;
 use serde_json::Value;

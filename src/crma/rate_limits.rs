@@ -31,11 +31,11 @@ pub fn hint(response: &Response) -> Option<RetryHint> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::client::execute;
-    use crate::client::tests::{ScriptedTransport, response};
     use crate::config::Limits;
     use crate::error::Crm;
     use crate::http::{Request, TransportError};
+    use crate::retry::execute;
+    use crate::retry::tests::{ScriptedTransport, response};
     use url::Url;
 
     fn read() -> Request {

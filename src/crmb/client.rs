@@ -3,11 +3,11 @@
 //! does not serve also answers "not found" and would otherwise read as "no such record".
 
 use super::errors::map_error;
-use crate::client::Answer;
 use crate::config::ApiVersion;
 use crate::error::{Crm, CrmProblem, ToolError};
 use crate::http::{Request, Response, RetryHint};
 use crate::proxy;
+use crate::retry::Answer;
 use crate::tool::Session;
 use serde::Deserialize;
 

@@ -30,6 +30,9 @@ pub mod keys {
     /// The Salesforce field every created record is marked with: `Name__c` (set to `true`) or
     /// `Name__c=value`.
     pub const CRM_B_PROVENANCE: &str = "CRM_POLICY_CRM_B_PROVENANCE";
+    /// How long a confirmation token stays good, in seconds (the host keeps the tokens; the
+    /// component ignores this one).
+    pub const CONFIRM_TTL_SECONDS: &str = "CRM_POLICY_CONFIRM_TTL_SECONDS";
 }
 
 /// A rule of the policy, named in refusals by its setting.
@@ -278,10 +281,11 @@ fn contains(list: &[String], name: &str) -> bool {
 }
 
 /// A comma-separated list of names, trimmed, lower-cased, blanks dropped.
+/// A comma list, lower-case; `none` (any case) names nothing, so `none` alone is the empty list.
 fn names(text: &str) -> Vec<String> {
     text.split(',')
         .map(|n| n.trim().to_ascii_lowercase())
-        .filter(|n| !n.is_empty())
+        .filter(|n| !n.is_empty() && n != "none")
         .collect()
 }
 

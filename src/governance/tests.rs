@@ -1,10 +1,10 @@
 //! The gate as a write tool meets it, natively: Salesforce's documented answers on a scripted
 //! transport, and the in-memory journal standing in for the host's.
 
-use crate::client::tests::{ScriptedTransport, response};
 use crate::error::ToolError;
 use crate::harness::{self, MemoryJournal};
 use crate::http::Method;
+use crate::retry::tests::{ScriptedTransport, response};
 use serde_json::{Value, json};
 
 const OPPORTUNITY: &str = "0065gA000000001ABA";

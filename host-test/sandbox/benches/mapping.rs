@@ -142,7 +142,7 @@ fn host_answering(runtime: &Arc<Runtime>, wasm: &[u8], page: Vec<u8>) -> Host {
             credential: crm_host::credential::Credential::new("bench-credential"),
             settings: vec![("CRM_INLINE_MAX_BYTES".into(), INLINE_MAX_BYTES.to_string())],
             results_dir: None,
-            mappings: crm_host::mappings::MappingLocation::Memory,
+            mappings: crm_host::tenant_db::DbLocation::Memory,
         },
         runtime.load(wasm).unwrap(),
     )

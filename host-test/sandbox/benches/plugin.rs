@@ -82,7 +82,7 @@ fn main() {
                 credential: crm_host::credential::Credential::new("bench-credential"),
                 settings: vec![],
                 results_dir: None,
-                mappings: crm_host::mappings::MappingLocation::Memory,
+                mappings: crm_host::tenant_db::DbLocation::Memory,
             },
             plugin,
         )
@@ -301,7 +301,7 @@ async fn query_peak_memory(
             credential: crm_host::credential::Credential::new("bench-credential"),
             settings: vec![("CRM_INLINE_MAX_BYTES".into(), (64u64 << 20).to_string())],
             results_dir: Some(dir.clone()),
-            mappings: crm_host::mappings::MappingLocation::Memory,
+            mappings: crm_host::tenant_db::DbLocation::Memory,
         },
         runtime.load(wasm).unwrap(),
     )
@@ -379,7 +379,7 @@ async fn sync_figures(runtime: &Arc<Runtime>, wasm: &[u8], owners: usize, users:
             credential: crm_host::credential::Credential::new("bench-credential"),
             settings: vec![],
             results_dir: None,
-            mappings: crm_host::mappings::MappingLocation::Memory,
+            mappings: crm_host::tenant_db::DbLocation::Memory,
         },
         runtime.load(wasm).unwrap(),
     )

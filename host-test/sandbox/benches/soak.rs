@@ -11,7 +11,7 @@
 //! `SOAK_CALLS` (default 50,000) and `SOAK_TENANTS` (default 4) change the size.
 
 use crm_host::credential::Credential;
-use crm_host::mappings::MappingLocation;
+use crm_host::tenant_db::DbLocation;
 use crm_host::{AuditLog, CallError, CallRequest, Host, HostLimits, Runtime, TenantSpec};
 use crm_sandbox::stub::{Fault, Recorded, Reply, StubBackend};
 use serde_json::{Value, json};
@@ -245,7 +245,7 @@ fn main() {
                     ("CRM_HTTP_TIMEOUT_MS".into(), "200".into()),
                 ],
                 results_dir: None,
-                mappings: MappingLocation::Memory,
+                mappings: DbLocation::Memory,
             },
             plugin,
         )

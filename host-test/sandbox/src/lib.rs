@@ -15,7 +15,7 @@ use bytes::Bytes;
 use crm_host::backend::{Backend, BoxFuture};
 use crm_host::credential::{CREDENTIAL_HEADER, Credential};
 use crm_host::host::TenantSpec;
-use crm_host::mappings::MappingLocation;
+use crm_host::tenant_db::DbLocation;
 use hubspot::HubSpotData;
 use salesforce::SalesforceData;
 use serde_json::{Value, json};
@@ -117,7 +117,7 @@ impl SandboxCrm {
             credential: Credential::new(credential_value(tenant)),
             settings: Vec::new(),
             results_dir: None,
-            mappings: MappingLocation::Memory,
+            mappings: DbLocation::Memory,
         }
     }
 

@@ -17,8 +17,8 @@ use crate::backend::tls::{SelfSigned, read_certificates};
 use crate::backend::{NetworkBackend, NetworkOptions};
 use crate::cache::{CacheKey, ComponentCache};
 use crate::credential::Credential;
-use crate::mappings::{MappingDb, MappingLocation, tenant_file};
 use crate::mcp::{Authority, McpServer, Principal};
+use crate::tenant_db::{DbLocation, TenantDb, tenant_file};
 use crate::{
     AuditLog, Backend, CallError, CallRequest, Host, HostLimits, PluginVersion, Runtime, TenantSpec,
 };
@@ -232,8 +232,8 @@ async fn run(
         return serve_http(&options, serve, built_in).await;
     }
     if let Command::Connection { action, crm } = &command {
-        let file = MappingLocation::File(tenant_file(&options.data_dir, &options.tenant)?);
-        let store = MappingDb::open(&options.tenant, &file)?;
+        let file = DbLocation::File(tenant_file(&options.data_dir, &options.tenant)?);
+        let store = TenantDb::open(&options.tenant, &file)?;
         let disconnect = matches!(action, ConnectionAction::Disconnect);
         store.set_disconnected(crm, disconnect)?;
         print_json(&json!({"tenant": options.tenant, "crm": crm, "connected": !disconnect}));
@@ -250,7 +250,7 @@ async fn run(
         Some(dir) => dir.clone(),
         None => tenant_results_dir(&options.data_dir, &options.tenant)?,
     };
-    let mappings = MappingLocation::File(tenant_file(&options.data_dir, &options.tenant)?);
+    let mappings = DbLocation::File(tenant_file(&options.data_dir, &options.tenant)?);
     let (backend, spec, instance_url): (Arc<dyn Backend>, TenantSpec, Option<String>) =
         match &options.proxy_base {
             Some(proxy_base) => {

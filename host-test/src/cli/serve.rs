@@ -7,11 +7,11 @@ use super::{
 };
 use crate::backend::Backend;
 use crate::credential::Credential;
-use crate::mappings::{MappingLocation, tenant_file};
 use crate::mcp::admin::{Admin, CredentialSource};
 use crate::mcp::http::{self as mcp_http, Gate, MCP_PATH};
 use crate::mcp::tenants::TenantsFile;
 use crate::metrics::Metrics;
+use crate::tenant_db::{DbLocation, tenant_file};
 use crate::{Host, TenantSpec};
 use clap::Args;
 use serde_json::json;
@@ -150,7 +150,7 @@ pub(super) async fn serve_http(
                     credential: Credential::new(credential),
                     settings: Vec::new(),
                     results_dir: None,
-                    mappings: MappingLocation::Memory,
+                    mappings: DbLocation::Memory,
                 }
             }
         };
@@ -161,7 +161,7 @@ pub(super) async fn serve_http(
             Some(root) => root.join(&tenant.id),
             None => tenant_results_dir(&options.data_dir, &tenant.id)?,
         });
-        spec.mappings = MappingLocation::File(tenant_file(&options.data_dir, &tenant.id)?);
+        spec.mappings = DbLocation::File(tenant_file(&options.data_dir, &tenant.id)?);
         host.add_tenant(spec, plugin.clone())
             .map_err(|e| e.to_string())?;
     }

@@ -15,7 +15,6 @@ mod roots;
 use http::{HeaderMap, HeaderName, Method, Uri};
 use path::{PathProblem, Segments, Template, TemplateProblem};
 use serde::Deserialize;
-use std::fmt;
 
 pub use roots::Roots;
 
@@ -36,35 +35,18 @@ const OVERRIDE_HEADERS: &[&str] = &[
     "x-method-override",
 ];
 
-/// Which of the tenant's two integrations on the broker an endpoint belongs to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize)]
-pub enum Integration {
-    /// HubSpot, under `/sdk/proxy/{CRM_A_INTEGRATION}/{CRM_A_API_BASE}`.
-    #[serde(rename = "crm-a")]
-    CrmA,
-    /// Salesforce, under `/sdk/proxy/{CRM_B_INTEGRATION}`.
-    #[serde(rename = "crm-b")]
-    CrmB,
-}
+/// The CRMs, as the component names them; the policy file spells them as the spec does
+/// (`crm = "crm-a"` is HubSpot, `"crm-b"` Salesforce).
+pub use crm_plugin::error::Crm;
 
-impl Integration {
-    /// The integration a name (`crm-a`, `crm-b`) stands for.
-    pub fn from_name(name: &str) -> Option<Self> {
-        match name {
-            "crm-a" => Some(Integration::CrmA),
-            "crm-b" => Some(Integration::CrmB),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for Integration {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Integration::CrmA => "crm-a",
-            Integration::CrmB => "crm-b",
-        })
-    }
+/// Reads a policy's `crm = "crm-a" | "crm-b"`.
+fn crm_by_integration<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Crm, D::Error> {
+    let name = String::deserialize(d)?;
+    Crm::from_integration(&name).ok_or_else(|| {
+        serde::de::Error::custom(format!(
+            "unknown crm {name:?}: crm-a (HubSpot) or crm-b (Salesforce)"
+        ))
+    })
 }
 
 /// The methods a policy may admit. There is no DELETE to write down.
@@ -102,7 +84,7 @@ impl Verb {
 /// One endpoint a policy admits.
 #[derive(Debug, Clone)]
 pub struct Endpoint {
-    pub integration: Integration,
+    pub integration: Crm,
     pub method: Verb,
     pub template: Template,
     /// Query parameter names allowed; any other is refused.
@@ -167,9 +149,9 @@ pub enum Refusal {
     Path(#[from] PathProblem),
     #[error("the path is under neither of this tenant's integrations")]
     OtherIntegration,
-    #[error("{integration} {method} {path} is not in the egress policy")]
+    #[error("{} {method} {path} is not in the egress policy", integration.integration())]
     NotInPolicy {
-        integration: Integration,
+        integration: Crm,
         method: &'static str,
         path: String,
     },
@@ -183,14 +165,14 @@ pub enum Refusal {
     Query { template: String, name: String },
     #[error("{template} carries no body")]
     Body { template: String },
-    #[error("{0} is disconnected for this tenant")]
-    Disconnected(Integration),
+    #[error("{} is disconnected for this tenant", .0.integration())]
+    Disconnected(Crm),
 }
 
 /// What an admitted request may still do: the hooks check the body once it is read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Admitted {
-    pub integration: Integration,
+    pub integration: Crm,
     pub body_allowed: bool,
 }
 
@@ -205,7 +187,8 @@ struct RawPolicy {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawEndpoint {
-    crm: Integration,
+    #[serde(deserialize_with = "crm_by_integration")]
+    crm: Crm,
     method: String,
     path: String,
     #[serde(default)]
@@ -264,8 +247,8 @@ impl Policy {
     }
 
     /// The integrations `tool` may reach (none for a tool that makes no CRM call).
-    pub fn integrations_of<'a>(&'a self, tool: &'a str) -> impl Iterator<Item = Integration> + 'a {
-        [Integration::CrmA, Integration::CrmB]
+    pub fn integrations_of<'a>(&'a self, tool: &'a str) -> impl Iterator<Item = Crm> + 'a {
+        [Crm::Hubspot, Crm::Salesforce]
             .into_iter()
             .filter(move |i| {
                 self.endpoints
@@ -380,7 +363,7 @@ impl Policy {
             };
             table.push_str(&format!(
                 "| {} | {} | `{}` | {} | {} | {} |\n",
-                e.integration,
+                e.integration.integration(),
                 e.method.as_str(),
                 e.template,
                 code(&e.query),

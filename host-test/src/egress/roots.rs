@@ -2,7 +2,7 @@
 //! the only path prefixes its calls may use. Another integration on the same broker (another
 //! product's, or another CRM's) is outside both.
 
-use super::Integration;
+use super::Crm;
 use super::path::Segments;
 use url::Url;
 
@@ -61,12 +61,9 @@ impl Roots {
     }
 
     /// Which integration a path is under, and the rest of the path after its root.
-    pub fn locate<'s>(&self, segments: &'s Segments) -> Option<(Integration, &'s [String])> {
+    pub fn locate<'s>(&self, segments: &'s Segments) -> Option<(Crm, &'s [String])> {
         // The longer root first, so nested roots resolve to the more specific integration.
-        let mut roots = [
-            (Integration::CrmA, &self.crm_a),
-            (Integration::CrmB, &self.crm_b),
-        ];
+        let mut roots = [(Crm::Hubspot, &self.crm_a), (Crm::Salesforce, &self.crm_b)];
         roots.sort_by_key(|(_, r)| std::cmp::Reverse(r.len()));
         roots
             .into_iter()

@@ -101,7 +101,7 @@ fn what_the_tools_send_is_admitted() {
             .unwrap()
             .integration
     };
-    assert_eq!(integration(&format!("{SF}/query?q=x")), Integration::CrmB);
+    assert_eq!(integration(&format!("{SF}/query?q=x")), Crm::Salesforce);
     assert!(
         !admit(
             "crmb_get_record",
@@ -402,7 +402,7 @@ fn roots_follow_the_tenants_settings_and_proxy_base() {
         &uri,
         &HeaderMap::new(),
     );
-    assert_eq!(admitted.unwrap().integration, Integration::CrmA);
+    assert_eq!(admitted.unwrap().integration, Crm::Hubspot);
     let default_name: Uri = "https://broker.example.com/base/sdk/proxy/hubspot/crm/v3/owners"
         .parse()
         .unwrap();

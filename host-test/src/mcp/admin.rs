@@ -8,7 +8,7 @@
 
 use super::tenants::{bearer, token_hash};
 use crate::credential::Credential;
-use crate::egress::Integration;
+use crate::egress::Crm;
 use crate::host::Host;
 use ::http::{Method, Request, StatusCode, header};
 use std::collections::HashMap;
@@ -80,7 +80,7 @@ impl Admin {
         let ["", "admin", "tenants", tenant, "connections", crm, action] = parts.as_slice() else {
             return refuse(StatusCode::NOT_FOUND, "no such admin route");
         };
-        let Some(integration) = Integration::from_name(crm) else {
+        let Some(integration) = Crm::from_integration(crm) else {
             return refuse(StatusCode::NOT_FOUND, "the CRM is crm-a or crm-b");
         };
         let done = match *action {

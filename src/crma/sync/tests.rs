@@ -1,8 +1,8 @@
 use super::*;
-use crate::client::tests::{ScriptedTransport, response};
 use crate::harness;
 use crate::http::{Response, TransportError};
 use crate::mapping::{MappingStore, MemoryStore};
+use crate::retry::tests::{ScriptedTransport, response};
 use serde_json::{Value, json};
 
 const ALL: &[&str] = &[

@@ -1,6 +1,4 @@
 use super::*;
-use crate::client::tests::NOW_UNIX_MILLIS;
-use crate::client::tests::{ScriptedTransport, response};
 use crate::crma::activity::LogActivity;
 use crate::crma::associations::{CreateAssociation, GetAssociations};
 use crate::crma::metadata::{
@@ -9,6 +7,8 @@ use crate::crma::metadata::{
 use crate::harness;
 use crate::http::Method;
 use crate::mapping::MemoryStore;
+use crate::retry::tests::NOW_UNIX_MILLIS;
+use crate::retry::tests::{ScriptedTransport, response};
 use crate::tool::Tool;
 use serde_json::json;
 

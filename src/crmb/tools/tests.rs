@@ -1,9 +1,9 @@
 use super::*;
-use crate::client::tests::{ScriptedTransport, response};
 use crate::context::CallContext;
 use crate::crmb::client::SERVED_VERSIONS;
 use crate::harness;
 use crate::http::Method;
+use crate::retry::tests::{ScriptedTransport, response};
 use serde_json::{Value, json};
 
 fn ctx() -> CallContext {

@@ -112,7 +112,7 @@ async fn one_scheme(wasm: &[u8], tls: bool) {
             credential: crm_host::credential::Credential::new(CREDENTIAL),
             settings: vec![("CRM_B_API_VERSION".into(), "65.0".into())],
             results_dir: None,
-            mappings: crm_host::mappings::MappingLocation::Memory,
+            mappings: crm_host::tenant_db::DbLocation::Memory,
         },
         plugin,
     )

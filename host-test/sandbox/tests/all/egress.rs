@@ -5,8 +5,8 @@
 use crate::fixtures::*;
 use crm_host::audit::AuditEvent;
 use crm_host::credential::Credential;
-use crm_host::egress::Integration;
-use crm_host::mappings::MappingLocation;
+use crm_host::egress::Crm;
+use crm_host::tenant_db::DbLocation;
 use crm_host::{AuditLog, Host, PluginVersion};
 use crm_sandbox::SandboxCrm;
 use crm_sandbox::stub::{Reply, StubBackend};
@@ -246,7 +246,7 @@ async fn the_real_component_needs_nothing_its_policy_refuses() {
     let audit = AuditLog::in_memory();
     let host = Host::new(runtime(), Arc::new(SandboxCrm::new()), audit.clone());
     let mut spec = SandboxCrm::tenant_spec("acme");
-    spec.mappings = MappingLocation::Memory;
+    spec.mappings = DbLocation::Memory;
     host.add_tenant(spec, plugin()).unwrap();
     let tools = host.list_tools("acme").await.unwrap();
     let mut request = call("acme", "", json!(null));
@@ -372,7 +372,7 @@ fn sandbox_tour() -> Vec<(&'static str, Value)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_a_disconnect_nothing_is_sent_other_crms_and_tenants_go_on_and_reconnect_works() {
     let f = fixture(record_stub(std::time::Duration::ZERO));
-    f.host.disconnect("t1", Integration::CrmB).unwrap();
+    f.host.disconnect("t1", Crm::Salesforce).unwrap();
     let (kind, message) = tool_error(f.host.call(get_account("t1")).await);
     assert_eq!(kind, "not-connected", "{message}");
     assert!(message.contains("Reconnect Salesforce"), "{message}");
@@ -385,9 +385,9 @@ async fn after_a_disconnect_nothing_is_sent_other_crms_and_tenants_go_on_and_rec
         json!({"object": "Account", "record_id": ACCOUNT_ID}),
     );
     assert!(f.host.call(link).await.is_ok());
-    assert!(f.host.is_connected("t1", Integration::CrmA).unwrap());
+    assert!(f.host.is_connected("t1", Crm::Hubspot).unwrap());
     f.host
-        .reconnect("t1", Integration::CrmB, Credential::new("cred-one-new"))
+        .reconnect("t1", Crm::Salesforce, Credential::new("cred-one-new"))
         .unwrap();
     assert!(f.host.call(get_account("t1")).await.is_ok());
     let sent = f.stub.requests();

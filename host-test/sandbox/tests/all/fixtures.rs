@@ -2,7 +2,7 @@
 //! probe guest, tenants on the stub or the sandbox, and readers for results and tool errors.
 
 use crm_host::credential::Credential;
-use crm_host::mappings::MappingLocation;
+use crm_host::tenant_db::DbLocation;
 use crm_host::{
     AuditLog, Backend, CallError, CallRequest, Host, HostLimits, PluginVersion, Runtime, TenantSpec,
 };
@@ -71,7 +71,7 @@ pub(crate) fn sf_tenant(
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
         results_dir: None,
-        mappings: crm_host::mappings::MappingLocation::Memory,
+        mappings: crm_host::tenant_db::DbLocation::Memory,
     }
 }
 
@@ -199,7 +199,7 @@ pub(crate) fn temp_dir(name: &str) -> PathBuf {
     dir
 }
 
-pub(crate) fn hs_tenant(id: &str, mappings: MappingLocation) -> TenantSpec {
+pub(crate) fn hs_tenant(id: &str, mappings: DbLocation) -> TenantSpec {
     TenantSpec {
         tenant_id: id.into(),
         proxy_base: Url::parse(BROKER).unwrap(),
@@ -214,7 +214,7 @@ pub(crate) fn hs_tenant(id: &str, mappings: MappingLocation) -> TenantSpec {
     }
 }
 
-pub(crate) fn host_with(backend: Arc<dyn Backend>, tenants: &[(&str, MappingLocation)]) -> Host {
+pub(crate) fn host_with(backend: Arc<dyn Backend>, tenants: &[(&str, DbLocation)]) -> Host {
     let runtime = runtime();
     let plugin = runtime.load(&plugin_bytes()).unwrap();
     let host = Host::new(runtime, backend, AuditLog::discard());
@@ -226,7 +226,7 @@ pub(crate) fn host_with(backend: Arc<dyn Backend>, tenants: &[(&str, MappingLoca
 }
 
 pub(crate) fn host(stub: &StubBackend) -> Host {
-    host_with(Arc::new(stub.clone()), &[("t1", MappingLocation::Memory)])
+    host_with(Arc::new(stub.clone()), &[("t1", DbLocation::Memory)])
 }
 
 pub(crate) fn hs_call(tool: &str, input: Value, scopes: &[&str]) -> CallRequest {
@@ -301,7 +301,7 @@ pub(crate) fn hubspot_error(status: u16, body: Value) -> Reply {
 pub(crate) fn acme_sandbox() -> (Host, impl Fn(&str, Value) -> CallRequest) {
     let host = host_with(Arc::new(SandboxCrm::new()), &[]);
     let mut spec = SandboxCrm::tenant_spec("acme");
-    spec.mappings = MappingLocation::Memory;
+    spec.mappings = DbLocation::Memory;
     host.add_tenant(spec, runtime().load(&plugin_bytes()).unwrap())
         .unwrap();
     let acme = |tool: &str, input: Value| CallRequest {
@@ -358,7 +358,7 @@ pub(crate) fn sandbox_tenants(dir: &std::path::Path, settings: &[(&str, &str)]) 
     let host = Arc::new(host_with(Arc::new(SandboxCrm::new()), &[]));
     for tenant in ["acme", "globex"] {
         let mut spec = SandboxCrm::tenant_spec(tenant);
-        spec.mappings = MappingLocation::Memory;
+        spec.mappings = DbLocation::Memory;
         spec.results_dir = Some(dir.join(tenant));
         spec.settings
             .extend(settings.iter().map(|(k, v)| (k.to_string(), v.to_string())));

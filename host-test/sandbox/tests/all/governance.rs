@@ -4,7 +4,7 @@
 
 use crate::fixtures::{ALL_SCOPES, output, plugin, runtime, temp_dir, tool_error};
 use crm_host::audit::AuditEvent;
-use crm_host::mappings::MappingLocation;
+use crm_host::tenant_db::DbLocation;
 use crm_host::{AuditLog, CallRequest, Host};
 use crm_sandbox::SandboxCrm;
 use serde_json::{Value, json};
@@ -19,7 +19,7 @@ fn host_on(
     audit: &AuditLog,
     tenants: &[&str],
     settings: &[(&str, &str)],
-    mappings: impl Fn(&str) -> MappingLocation,
+    mappings: impl Fn(&str) -> DbLocation,
 ) -> Host {
     let host = Host::new(runtime(), sandbox.clone(), audit.clone());
     for tenant in tenants {
@@ -38,7 +38,7 @@ fn sandbox_host(settings: &[(&str, &str)]) -> (Host, AuditLog) {
     let audit = AuditLog::in_memory();
     let sandbox = Arc::new(SandboxCrm::new());
     let host = host_on(&sandbox, &audit, &["acme", "globex"], settings, |_| {
-        MappingLocation::Memory
+        DbLocation::Memory
     });
     (host, audit)
 }
@@ -457,7 +457,7 @@ async fn masked_fields_never_appear_in_any_answer_or_file() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_journal_outlives_the_host_and_a_second_host_sees_it() {
     let dir = temp_dir("journal");
-    let file = |tenant: &str| MappingLocation::File(dir.join(format!("{tenant}.sqlite")));
+    let file = |tenant: &str| DbLocation::File(dir.join(format!("{tenant}.sqlite")));
     let sandbox = Arc::new(SandboxCrm::new());
     let audit = AuditLog::in_memory();
     let first = host_on(&sandbox, &audit, &["acme"], &[], file);
@@ -587,7 +587,7 @@ fn the_demo_previews_applies_lists_and_reverts_a_change() {
 /// HubSpot change is still put back, and a Salesforce one says to reconnect, sending nothing.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_revert_needs_only_the_crm_of_its_change() {
-    use crm_host::egress::Integration;
+    use crm_host::egress::Crm;
     let (host, audit) = sandbox_host(&[]);
     let hubspot = output(run(&host, "crma_update_record", update("666")).await);
     let salesforce = output(
@@ -598,7 +598,7 @@ async fn a_revert_needs_only_the_crm_of_its_change() {
         )
         .await,
     );
-    host.disconnect("acme", Integration::CrmB).unwrap();
+    host.disconnect("acme", Crm::Salesforce).unwrap();
     let before = writes(&audit).len();
     output(
         run(

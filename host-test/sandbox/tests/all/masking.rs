@@ -292,7 +292,7 @@ async fn an_error_about_a_masked_field_does_not_carry_its_value() {
     });
     let audit = AuditLog::in_memory();
     let host = Host::new(runtime(), Arc::new(stub), audit);
-    let mut spec = hs_tenant("acme", crm_host::mappings::MappingLocation::Memory);
+    let mut spec = hs_tenant("acme", crm_host::tenant_db::DbLocation::Memory);
     spec.settings
         .push(("CRM_POLICY_MASKED_FIELDS".into(), "email".into()));
     host.add_tenant(spec, plugin()).unwrap();

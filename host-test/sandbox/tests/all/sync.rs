@@ -1,7 +1,7 @@
 //! The HubSpot user and owner sync end to end, with SQLite mapping files across restarts.
 
 use crate::fixtures::*;
-use crm_host::mappings::{MappingDb, MappingLocation};
+use crm_host::tenant_db::{DbLocation, TenantDb};
 use crm_sandbox::stub::{Recorded, Reply, StubBackend};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
@@ -89,7 +89,7 @@ fn counts(out: &Value) -> (u64, u64, u64, u64) {
 #[tokio::test]
 async fn sync_creates_then_changes_nothing_then_soft_deletes_and_survives_a_restart() {
     let dir = temp_dir("sync");
-    let file = MappingLocation::File(dir.join("t1").join("mappings.sqlite"));
+    let file = DbLocation::File(dir.join("t1").join("mappings.sqlite"));
     let directory = Directory::new();
     let stub = directory.stub();
     let scopes = ["settings.users.read", "crm.objects.owners.read"];
@@ -127,7 +127,7 @@ async fn sync_creates_then_changes_nothing_then_soft_deletes_and_survives_a_rest
         assert_eq!(third["owners"]["soft_deleted"], 1);
     }
     // A new host process on the same file: the mappings are all there, and nothing changes.
-    let db = MappingDb::open("t1", &file).unwrap();
+    let db = TenantDb::open("t1", &file).unwrap();
     let owners = db.list("owner").unwrap();
     assert_eq!(owners.len(), 5, "soft-deleted, not removed");
     let archived = db.get("owner", "83").unwrap().unwrap();
@@ -154,10 +154,7 @@ async fn one_tenants_mappings_are_invisible_to_another() {
     let directory = Directory::new();
     let host = host_with(
         Arc::new(directory.stub()),
-        &[
-            ("t1", MappingLocation::Memory),
-            ("t2", MappingLocation::Memory),
-        ],
+        &[("t1", DbLocation::Memory), ("t2", DbLocation::Memory)],
     );
     let scopes = ["settings.users.read", "crm.objects.owners.read"];
     run(&host, "crma_sync_users", json!({}), &scopes)
@@ -208,7 +205,7 @@ fn disconnecting(
     StubBackend::with_handler(move |r: &Recorded| {
         if cut(r) && !done.swap(true, std::sync::atomic::Ordering::SeqCst) {
             let host = host.get().expect("the host is set before the sync");
-            host.disconnect("t1", crm_host::egress::Integration::CrmA)
+            host.disconnect("t1", crm_host::egress::Crm::Hubspot)
                 .unwrap();
         }
         inner.reply_to(r)
@@ -238,7 +235,7 @@ async fn a_sync_cut_by_a_disconnect_writes_nothing_and_reconnecting_restores_it(
         let stub = disconnecting(&directory, cell.clone(), cut);
         let host = Arc::new(host_with(
             Arc::new(stub.clone()),
-            &[("t1", MappingLocation::Memory)],
+            &[("t1", DbLocation::Memory)],
         ));
         cell.set(host.clone()).ok().unwrap();
         let err = run(&host, "crma_sync_users", json!({}), &scopes)
@@ -264,7 +261,7 @@ async fn a_sync_cut_by_a_disconnect_writes_nothing_and_reconnecting_restores_it(
         );
         host.reconnect(
             "t1",
-            crm_host::egress::Integration::CrmA,
+            crm_host::egress::Crm::Hubspot,
             crm_host::credential::Credential::new(CREDENTIAL),
         )
         .unwrap();
@@ -278,7 +275,7 @@ async fn a_sync_cut_by_a_disconnect_writes_nothing_and_reconnecting_restores_it(
 #[tokio::test]
 async fn a_disconnect_outlives_the_host_and_keeps_the_mappings() {
     let dir = temp_dir("disconnect");
-    let file = MappingLocation::File(dir.join("t1").join("mappings.sqlite"));
+    let file = DbLocation::File(dir.join("t1").join("mappings.sqlite"));
     let directory = Directory::new();
     let scopes = ["settings.users.read", "crm.objects.owners.read"];
     {
@@ -286,7 +283,7 @@ async fn a_disconnect_outlives_the_host_and_keeps_the_mappings() {
         run(&host, "crma_sync_users", json!({}), &scopes)
             .await
             .unwrap();
-        host.disconnect("t1", crm_host::egress::Integration::CrmA)
+        host.disconnect("t1", crm_host::egress::Crm::Hubspot)
             .unwrap();
     }
     let stub = directory.stub();

@@ -1,8 +1,8 @@
 use super::*;
-use crate::client::tests::{ScriptedTransport, response};
 use crate::config::keys;
 use crate::harness;
 use crate::http::{Request, Response, Transport, TransportError};
+use crate::retry::tests::{ScriptedTransport, response};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 

@@ -8,7 +8,7 @@
 //! never committed) deletes its staged rows and leaves the store as it was.
 
 use super::{
-    INSERTED, MAX_PAGE, MappingDb, StoredMapping, UPSERT, check_limit, check_mapping, now_ms,
+    INSERTED, MAX_PAGE, StoredMapping, TenantDb, UPSERT, check_limit, check_mapping, now_ms,
     stored_mapping, text,
 };
 use rusqlite::{Connection, params};
@@ -45,7 +45,7 @@ pub(super) fn create_staging(conn: &Connection) -> Result<(), String> {
 
 /// An open change to one tenant's mappings.
 pub struct MappingChange {
-    db: Arc<MappingDb>,
+    db: Arc<TenantDb>,
     id: i64,
     /// Rows staged so far.
     staged: usize,
@@ -65,7 +65,7 @@ impl std::fmt::Debug for MappingChange {
 
 impl MappingChange {
     /// Begins a change to `db`'s mappings.
-    pub fn begin(db: &Arc<MappingDb>) -> Self {
+    pub fn begin(db: &Arc<TenantDb>) -> Self {
         let id = db.next_change.fetch_add(1, Ordering::Relaxed) as i64;
         MappingChange {
             db: db.clone(),
@@ -190,7 +190,7 @@ impl Drop for MappingChange {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{MappingDb, MappingLocation, StoredMapping};
+    use super::super::{DbLocation, StoredMapping, TenantDb};
     use super::*;
 
     fn mapping(kind: &str, id: &str, fields: &str, deleted: bool) -> StoredMapping {
@@ -202,8 +202,8 @@ mod tests {
         }
     }
 
-    fn db() -> Arc<MappingDb> {
-        Arc::new(MappingDb::open("t1", &MappingLocation::Memory).unwrap())
+    fn db() -> Arc<TenantDb> {
+        Arc::new(TenantDb::open("t1", &DbLocation::Memory).unwrap())
     }
 
     #[test]

@@ -1,4 +1,6 @@
-//! The host side of the `mapping-store` import: one SQLite database per tenant.
+//! Each tenant's database: one SQLite database per tenant, holding its mappings and created
+//! ids (the `mapping-store` import), its change journal, its confirmation tokens and their
+//! HMAC key (the `change-journal` import, in `journal`), and its disconnects.
 //!
 //! Each tenant gets its own database (its own file by default, so mappings survive a restart),
 //! and every row also carries the tenant id, which every query filters on: a call can reach
@@ -30,7 +32,7 @@ pub const MAX_PAGE: usize = 500;
 
 /// Where a tenant's mappings live.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum MappingLocation {
+pub enum DbLocation {
     /// A SQLite file, created when missing: survives restarts.
     File(PathBuf),
     /// Memory only, gone when the host stops (tests, throwaway runs).
@@ -60,16 +62,16 @@ pub struct CreatedRow {
 }
 
 /// One tenant's mapping database.
-pub struct MappingDb {
+pub struct TenantDb {
     tenant: Arc<str>,
     conn: Mutex<Connection>,
     /// The id the next change's staged rows carry.
     next_change: std::sync::atomic::AtomicU64,
 }
 
-impl std::fmt::Debug for MappingDb {
+impl std::fmt::Debug for TenantDb {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MappingDb")
+        f.debug_struct("TenantDb")
             .field("tenant", &self.tenant)
             .finish()
     }
@@ -86,10 +88,10 @@ fn text(e: rusqlite::Error) -> String {
     e.to_string()
 }
 
-impl MappingDb {
-    pub fn open(tenant: &str, location: &MappingLocation) -> Result<Self, String> {
+impl TenantDb {
+    pub fn open(tenant: &str, location: &DbLocation) -> Result<Self, String> {
         let conn = match location {
-            MappingLocation::File(path) => {
+            DbLocation::File(path) => {
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                     crate::private_fs::create_dir_all(dir)
                         .map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -97,7 +99,7 @@ impl MappingDb {
                 crate::private_fs::touch(path).map_err(|e| format!("{}: {e}", path.display()))?;
                 Connection::open(path).map_err(|e| format!("{}: {e}", path.display()))?
             }
-            MappingLocation::Memory => Connection::open_in_memory().map_err(text)?,
+            DbLocation::Memory => Connection::open_in_memory().map_err(text)?,
         };
         conn.execute_batch(
             "PRAGMA journal_mode = WAL;
@@ -133,7 +135,7 @@ impl MappingDb {
         .map_err(text)?;
         change::create_staging(&conn)?;
         journal::create_tables(&conn)?;
-        Ok(MappingDb {
+        Ok(TenantDb {
             tenant: tenant.into(),
             conn: Mutex::new(conn),
             next_change: std::sync::atomic::AtomicU64::new(1),
@@ -407,7 +409,7 @@ mod tests {
 
     #[test]
     fn mappings_upsert_by_key_and_soft_delete_keeps_the_row() {
-        let db = MappingDb::open("t1", &MappingLocation::Memory).unwrap();
+        let db = TenantDb::open("t1", &DbLocation::Memory).unwrap();
         db.put(&[mapping("owner", "7", r#"{"email":"a@x.com"}"#, false)])
             .unwrap();
         db.put(&[mapping("owner", "7", r#"{"email":"a@x.com"}"#, true)])
@@ -422,7 +424,7 @@ mod tests {
 
     #[test]
     fn a_bad_mapping_rolls_back_the_whole_write() {
-        let db = MappingDb::open("t1", &MappingLocation::Memory).unwrap();
+        let db = TenantDb::open("t1", &DbLocation::Memory).unwrap();
         let err = db
             .put(&[
                 mapping("owner", "1", "{}", false),
@@ -436,9 +438,9 @@ mod tests {
     #[test]
     fn tenants_sharing_a_file_never_see_each_other() {
         let dir = std::env::temp_dir().join(format!("crm-host-map-{}", std::process::id()));
-        let file = MappingLocation::File(dir.join("shared.sqlite"));
-        let a = MappingDb::open("a", &file).unwrap();
-        let b = MappingDb::open("b", &file).unwrap();
+        let file = DbLocation::File(dir.join("shared.sqlite"));
+        let a = TenantDb::open("a", &file).unwrap();
+        let b = TenantDb::open("b", &file).unwrap();
         a.put(&[mapping("user", "1", "{}", false)]).unwrap();
         a.record_created("u", "hubspot", "deals", "5").unwrap();
         assert!(b.list("user").unwrap().is_empty());

@@ -7,7 +7,7 @@
 //! expiry and id. A token from another tenant's file names no row here; an altered one fails
 //! its MAC.
 
-use super::{MappingDb, now_ms, text};
+use super::{TenantDb, now_ms, text};
 use ring::hmac;
 use ring::rand::{SecureRandom, SystemRandom};
 use rusqlite::{Connection, OptionalExtension, params};
@@ -216,7 +216,7 @@ fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<JournalRow> {
 const COLUMNS: &str = "id, at_ms, user_id, tool, call_id, status, crm, kind, object, record_id, \
                        old_values, new_values, reverts";
 
-impl MappingDb {
+impl TenantDb {
     /// Journals a change before its write is sent; returns its id.
     pub fn journal_change(
         &self,
@@ -492,7 +492,7 @@ impl MappingDb {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mappings::MappingLocation;
+    use crate::tenant_db::DbLocation;
 
     fn who<'a>(user: &'a str, tool: &'a str) -> CallIdentity<'a> {
         CallIdentity {
@@ -504,7 +504,7 @@ mod tests {
 
     #[test]
     fn a_token_is_good_once_for_its_user_tool_and_input_only() {
-        let db = MappingDb::open("acme", &MappingLocation::Memory).unwrap();
+        let db = TenantDb::open("acme", &DbLocation::Memory).unwrap();
         let ana = who("ana", "crma_update_record");
         let (token, _) = db
             .issue_confirmation(&ana, "{\"a\":1}", r#"{"amount":"10"}"#, 60_000)
@@ -540,7 +540,7 @@ mod tests {
             Err(Refusal::Expired)
         );
         // Another tenant's store knows none of this tenant's tokens.
-        let other = MappingDb::open("globex", &MappingLocation::Memory).unwrap();
+        let other = TenantDb::open("globex", &DbLocation::Memory).unwrap();
         let (theirs, _) = other.issue_confirmation(&ana, "{}", "{}", 60_000).unwrap();
         assert_eq!(
             db.redeem_confirmation(&ana, &theirs, "{}"),
@@ -550,7 +550,7 @@ mod tests {
 
     #[test]
     fn changes_are_kept_settled_once_and_listed_newest_first() {
-        let db = MappingDb::open("acme", &MappingLocation::Memory).unwrap();
+        let db = TenantDb::open("acme", &DbLocation::Memory).unwrap();
         let ana = who("ana", "crma_update_record");
         let change = |record: &'static str| NewChange {
             crm: "hubspot",
