@@ -4,7 +4,7 @@
 //! tenant can never read another's settings. Only non-secret settings live here: the broker
 //! adds the credential outside the component.
 
-use crate::governance::WorkspacePolicy;
+use crate::policy::WorkspacePolicy;
 use std::collections::BTreeMap;
 use std::time::Duration;
 use url::Url;
@@ -148,15 +148,7 @@ impl ApiVersion {
     }
 }
 
-/// A setting that is missing or malformed; names the variable so an admin can fix it.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("plugin configuration {key}: {problem}")]
-pub struct ConfigError {
-    /// The variable at fault, one of [`keys`].
-    pub key: &'static str,
-    /// What is wrong with it, for the admin.
-    pub problem: String,
-}
+pub use crate::error::ConfigError;
 
 impl Config {
     /// Reads the configuration from the host's key-value settings (`wasi:config/store`).

@@ -214,3 +214,13 @@ impl From<CrmProblem> for ToolError {
         ToolError::CrmError(Box::new(problem))
     }
 }
+
+/// A setting that is missing or malformed; names the variable so an admin can fix it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("plugin configuration {key}: {problem}")]
+pub struct ConfigError {
+    /// The variable at fault, a `CRM_*` setting.
+    pub key: &'static str,
+    /// What is wrong with it, for the admin.
+    pub problem: String,
+}

@@ -17,7 +17,9 @@ pub mod governance;
 #[cfg(test)]
 mod harness;
 pub mod http;
+pub mod journal;
 pub mod mapping;
+pub mod policy;
 pub mod proxy;
 pub mod registry;
 pub(crate) mod result_file;

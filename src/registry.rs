@@ -1,9 +1,22 @@
 //! The tool registry behind the generic `tools` interface: every CRM module's tools, listed
 //! with their specs, and dispatch from a name and JSON input to the typed tool.
 
-use crate::error::ToolError;
+use crate::error::{Crm, ToolError};
+use crate::governance::crm::{CrmDirectory, GovernedCrm};
 use crate::tool::{Annotations, Entry, Session};
 use crate::{crma, crmb, governance, schema};
+
+/// The CRMs this build governs: each CRM's own part of the write gate and the revert.
+pub(crate) struct Crms;
+
+impl CrmDirectory for Crms {
+    fn governed(crm: Crm) -> &'static dyn GovernedCrm {
+        match crm {
+            Crm::Hubspot => &crma::governed::Hubspot,
+            Crm::Salesforce => &crmb::governed::Salesforce,
+        }
+    }
+}
 
 /// What `list-tools` and `list-tool-metadata` return for one tool.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,7 +45,7 @@ pub(crate) fn entries() -> impl Iterator<Item = &'static Entry> {
 /// The tools over the change journal, for both CRMs.
 const GOVERNANCE: &[Entry] = &[
     crate::tool::entry::<governance::ListChanges>(),
-    crate::tool::entry::<governance::RevertChange>(),
+    crate::tool::entry::<governance::RevertChange<Crms>>(),
 ];
 
 /// The specs of every tool, for `list-tools`.
@@ -64,8 +77,17 @@ pub fn call_tool(name: &str, input: &str, session: &mut Session<'_>) -> Result<S
             names.join(", ")
         ))
     })?;
-    (entry.call)(input, session)
+    // Every write tool is governed: its input may ask for a preview or carry a confirmation,
+    // and its write passes the gate.
+    if entry.read_only {
+        (entry.call)(input, session)
+    } else {
+        governance::call_write(entry, input, session, Crms::governed)
+    }
 }
+
+#[cfg(test)]
+mod egress_agreement;
 
 #[cfg(test)]
 mod tests {

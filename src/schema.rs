@@ -48,9 +48,8 @@ pub(crate) mod derive {
 
     /// The input schema of a write tool: its own input, plus `preview` and
     /// `confirmation_token`, which every write tool takes (see `governance::call_write`).
-    pub(crate) fn governed_input_schema<T: JsonSchema>() -> String {
-        let mut schema: serde_json::Value =
-            serde_json::from_str(&input_schema::<T>()).expect("a schema is JSON");
+    pub(crate) fn governed_input_schema(plain: &str) -> String {
+        let mut schema: serde_json::Value = serde_json::from_str(plain).expect("a schema is JSON");
         let properties = schema["properties"]
             .as_object_mut()
             .expect("every input is an object with properties");
@@ -74,11 +73,11 @@ pub(crate) mod derive {
 
     /// The output schema of a write tool: its own output plus the journal's `change_id`, or a
     /// preview.
-    pub(crate) fn governed_output_schema<T: JsonSchema>() -> String {
+    pub(crate) fn governed_output_schema(plain: &str) -> String {
         let parse = |text: String| -> serde_json::Value {
             serde_json::from_str(&text).expect("a schema is JSON")
         };
-        let mut applied = parse(output_schema::<T>());
+        let mut applied = parse(plain.to_owned());
         let mut preview = parse(output_schema::<crate::governance::PreviewOutput>());
         let mut defs = serde_json::Map::new();
         for branch in [&mut applied, &mut preview] {
@@ -198,6 +197,19 @@ mod tests {
     use crate::registry;
     use std::fmt::Write;
 
+    /// An entry's schemas as a client sees them: a write's with governance's `preview`,
+    /// `confirmation_token`, `change_id` and preview answer added.
+    pub(crate) fn derived_schemas(entry: &crate::tool::Entry) -> (String, String) {
+        let (input, output) = ((entry.input_schema)(), (entry.output_schema)());
+        if entry.read_only {
+            return (input, output);
+        }
+        (
+            super::derive::governed_input_schema(&input),
+            super::derive::governed_output_schema(&output),
+        )
+    }
+
     /// The text of `generated.rs` for the schemas derived now.
     fn render() -> String {
         let mut out = String::from(
@@ -208,7 +220,7 @@ mod tests {
              pub(super) const SCHEMAS: &[(&str, &str, &str)] = &[\n",
         );
         for entry in registry::entries() {
-            let (input, output) = ((entry.input_schema)(), (entry.output_schema)());
+            let (input, output) = derived_schemas(entry);
             let hashes = "#".repeat(
                 (1..)
                     .find(|n| {

@@ -1,13 +1,15 @@
 //! The framework every tool is written against: the [`Tool`] trait, the [`Session`] a running
 //! tool uses (who it acts for, the configuration, the only way out), [`NoInput`], and the
-//! [`Entry`] a CRM module lists its tools with. It knows no CRM and no registry.
+//! [`Entry`] a CRM module lists its tools with. It knows no CRM, no registry and no governance:
+//! a write passes whatever [`WriteGuard`] the registry installed for the call.
 
 use crate::config::{Config, ConfigError};
 use crate::context::CallContext;
 use crate::error::ToolError;
-use crate::governance::{Journal, WriteGate};
 use crate::http::{Effect, Request, Transport};
+use crate::journal::Journal;
 use crate::mapping::{CreatedRecord, MappingStore};
+use crate::policy::ReadScope;
 use crate::retry::{self, Answer, HintReader};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -24,7 +26,19 @@ pub struct Session<'a> {
     journal: Option<&'a mut dyn Journal>,
     /// The gate a write tool's call sends its write through; `None` in a read tool's call,
     /// which therefore cannot send one.
-    pub(crate) gate: Option<WriteGate>,
+    pub(crate) gate: Option<Box<dyn WriteGuard>>,
+}
+
+/// What every write of a governed call passes at [`Session::send`], the last seam before the
+/// wire (the governance gate: policy, preview, confirmation, journal).
+pub trait WriteGuard: std::any::Any {
+    /// Judges one write and sends it, or stops it.
+    fn send(
+        &mut self,
+        session: &mut Session<'_>,
+        request: &Request,
+        read_hint: HintReader,
+    ) -> Result<Answer, ToolError>;
 }
 
 /// The tenant's results directory, the only place a tool writes files. The core reaches it
@@ -138,8 +152,14 @@ impl<'a> Session<'a> {
         })
     }
 
+    /// The call's write guard as its concrete type, when it is one.
+    pub(crate) fn guard_mut<G: WriteGuard>(&mut self) -> Option<&mut G> {
+        let guard: &mut dyn std::any::Any = self.gate.as_deref_mut()?;
+        guard.downcast_mut::<G>()
+    }
+
     /// Sends a request with the retry rules of [`retry::execute`]; `read_hint` is the CRM's
-    /// own reader of when to try again. A write goes through the call's [`WriteGate`] (policy,
+    /// own reader of when to try again. A write goes through the call's [`WriteGuard`] (policy,
     /// preview, confirmation, journal); a call without one sends no write at all.
     pub fn send(&mut self, request: &Request, read_hint: HintReader) -> Result<Answer, ToolError> {
         if request.effect() == Effect::Write {
@@ -184,6 +204,13 @@ pub trait Tool {
     type Output: Serialize + JsonSchema;
     /// Runs the tool on a parsed input. An error here is the call's error.
     fn run(input: Self::Input, session: &mut Session<'_>) -> Result<Self::Output, ToolError>;
+
+    /// What the input names for the workspace's read policy (fields, free text, a query, a
+    /// record count): the registry checks it before [`Tool::run`], so a tool never calls the
+    /// masking or record-cap checks itself. Most tools name nothing.
+    fn reads(_input: &Self::Input) -> ReadScope<'_> {
+        ReadScope::default()
+    }
 }
 
 /// What a tool does to the CRM: the source of MCP's annotations. No tool deletes, so there is
@@ -249,7 +276,8 @@ pub struct Entry {
     pub(crate) description: &'static str,
     pub(crate) read_only: bool,
     pub(crate) effect: CrmEffect,
-    /// Derives the input schema; the component serves the checked-in copy instead.
+    /// Derives the input schema (a write's own, before governance adds `preview` and
+    /// `confirmation_token`); the component serves the checked-in copy instead.
     #[cfg(test)]
     pub(crate) input_schema: fn() -> String,
     /// Derives the output schema; the component serves the checked-in copy instead.
@@ -267,24 +295,12 @@ pub(crate) const fn entry<T: Tool>() -> Entry {
         read_only: T::EFFECT.annotations().read_only,
         effect: T::EFFECT,
         #[cfg(test)]
-        input_schema: if T::EFFECT.annotations().read_only {
-            crate::schema::derive::input_schema::<T::Input>
-        } else {
-            crate::schema::derive::governed_input_schema::<T::Input>
-        },
+        input_schema: crate::schema::derive::input_schema::<T::Input>,
         #[cfg(test)]
-        output_schema: if T::EFFECT.annotations().read_only {
-            crate::schema::derive::output_schema::<T::Output>
-        } else {
-            crate::schema::derive::governed_output_schema::<T::Output>
-        },
-        // Every write tool is governed: its input may ask for a preview or carry a
-        // confirmation, and its write passes the gate.
-        call: if T::EFFECT.annotations().read_only {
-            call::<T>
-        } else {
-            crate::governance::call_write::<T>
-        },
+        output_schema: crate::schema::derive::output_schema::<T::Output>,
+        // A write tool's call is governed by the registry around this (its input may ask for
+        // a preview or carry a confirmation, and its write passes the gate).
+        call: call::<T>,
     }
 }
 
@@ -295,6 +311,10 @@ pub(crate) const fn entry<T: Tool>() -> Entry {
 fn call<T: Tool>(input: &str, session: &mut Session<'_>) -> Result<String, ToolError> {
     let input: T::Input = serde_json::from_slice(input.as_bytes())
         .map_err(|err| ToolError::invalid(format!("{}: {err}", T::NAME)))?;
+    let scope = T::reads(&input);
+    if scope != ReadScope::default() {
+        session.config()?.policy.check_read(&scope)?;
+    }
     let output = T::run(input, session)?;
     Ok(serde_json::to_string(&output)
         .expect("tool outputs serialise: no maps with non-string keys"))

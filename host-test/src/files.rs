@@ -4,7 +4,7 @@
 //! `.`, `-` and `_`, not starting with a dot, so no name can leave the directory or hide a file.
 //! Each call's store holds only its own tenant's directory.
 
-use crate::bindings::crm::plugin::result_files;
+use crate::bindings::crm::plugin::result_files::{self, FileError};
 use crate::governance::HostPolicy;
 use crate::result_file::ResultFile;
 use std::fs;
@@ -45,7 +45,7 @@ impl Drop for Unpublished {
 }
 
 /// The directory's path for a plain file name, or why the name is refused.
-pub(crate) fn path_in(dir: &Path, name: &str) -> Result<PathBuf, String> {
+pub(crate) fn path_in(dir: &Path, name: &str) -> Result<PathBuf, FileError> {
     let plain = (1..=MAX_NAME_LEN).contains(&name.len())
         && !name.starts_with('.')
         && name
@@ -54,9 +54,7 @@ pub(crate) fn path_in(dir: &Path, name: &str) -> Result<PathBuf, String> {
     if plain {
         Ok(dir.join(name))
     } else {
-        Err(format!(
-            "{name:?} is not a plain file name (1 to {MAX_NAME_LEN} letters, digits, '.', '-', '_')"
-        ))
+        Err(FileError::InvalidName(name.to_owned()))
     }
 }
 
@@ -76,10 +74,8 @@ impl HasData for ResultFiles {
 }
 
 impl FilesView<'_> {
-    fn results_dir(&self) -> Result<&ResultsDir, String> {
-        self.results
-            .as_deref()
-            .ok_or_else(|| "this tenant has no results directory".to_string())
+    fn results_dir(&self) -> Result<&ResultsDir, FileError> {
+        self.results.as_deref().ok_or(FileError::NoDirectory)
     }
 
     fn unpublished(&mut self) -> Option<&mut Unpublished> {
@@ -88,26 +84,29 @@ impl FilesView<'_> {
 }
 
 impl result_files::Host for FilesView<'_> {
-    fn create(&mut self, name: String) -> Result<Resource<ResultFile>, String> {
+    fn create(&mut self, name: String) -> Result<Resource<ResultFile>, FileError> {
         let path = path_in(&self.results_dir()?.dir, &name)?;
         let file = crate::private_fs::options()
             .write(true)
             .create_new(true)
             .open(&path)
-            .map_err(|e| format!("creating {name}: {e}"))?;
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::AlreadyExists => FileError::Exists(name.clone()),
+                _ => FileError::Io(format!("creating {name}: {e}")),
+            })?;
         if let Some(unpublished) = self.unpublished() {
             unpublished.0.push(path);
         }
         let mask = self.policy.masks().then(|| self.policy.clone());
         self.table
             .push(ResultFile::new(file, mask))
-            .map_err(|e| e.to_string())
+            .map_err(|e| FileError::Io(e.to_string()))
     }
 
-    fn publish(&mut self, partial: String, final_: String) -> Result<(), String> {
+    fn publish(&mut self, partial: String, final_: String) -> Result<(), FileError> {
         let dir = &self.results_dir()?.dir;
         let (from, to) = (path_in(dir, &partial)?, path_in(dir, &final_)?);
-        fs::rename(&from, to).map_err(|e| format!("publishing {final_}: {e}"))?;
+        fs::rename(&from, to).map_err(|e| FileError::Io(format!("publishing {final_}: {e}")))?;
         if let Some(unpublished) = self.unpublished() {
             unpublished.forget(&from);
         }
@@ -125,9 +124,12 @@ impl result_files::Host for FilesView<'_> {
 }
 
 impl result_files::HostResultFile for FilesView<'_> {
-    fn write(&mut self, file: Resource<ResultFile>, bytes: Vec<u8>) -> Result<(), String> {
+    fn write(&mut self, file: Resource<ResultFile>, bytes: Vec<u8>) -> Result<(), FileError> {
         let max = self.results_dir()?.max_file_bytes;
-        let file = self.table.get_mut(&file).map_err(|e| e.to_string())?;
+        let file = self
+            .table
+            .get_mut(&file)
+            .map_err(|e| FileError::Io(e.to_string()))?;
         file.append(&bytes, max)
     }
 

@@ -5,7 +5,7 @@
 //! (see `src/governance/`); this is the second wall.
 
 use crm_plugin::governance::WorkspacePolicy;
-use crm_plugin::governance::policy::keys;
+use crm_plugin::policy::keys;
 use serde_json::Value;
 
 /// What an error about a masked field says instead of the CRM's own words.

@@ -63,7 +63,7 @@ fn to_wit(row: crate::tenant_db::journal::JournalRow) -> wit::Change {
 }
 
 impl wit::Host for JournalView<'_> {
-    fn journal_change(&mut self, entry: wit::ChangeEntry) -> Result<String, String> {
+    fn journal_change(&mut self, entry: wit::ChangeEntry) -> Result<String, wit::StoreError> {
         let change = NewChange {
             crm: &entry.crm,
             kind: match entry.kind {
@@ -78,7 +78,7 @@ impl wit::Host for JournalView<'_> {
             new_values: &entry.new_values,
             reverts: entry.reverts.as_deref(),
         };
-        self.db.journal_change(&self.identity, &change)
+        Ok(self.db.journal_change(&self.identity, &change)?)
     }
 
     fn settle_change(
@@ -86,16 +86,17 @@ impl wit::Host for JournalView<'_> {
         id: String,
         outcome: wit::ChangeStatus,
         record_id: Option<String>,
-    ) -> Result<(), String> {
-        self.db
-            .settle_change(&self.identity, &id, status(outcome), record_id.as_deref())
+    ) -> Result<(), wit::StoreError> {
+        Ok(self
+            .db
+            .settle_change(&self.identity, &id, status(outcome), record_id.as_deref())?)
     }
 
     fn list_changes(
         &mut self,
         filter: wit::ChangeFilter,
         limit: u32,
-    ) -> Result<Vec<wit::Change>, String> {
+    ) -> Result<Vec<wit::Change>, wit::StoreError> {
         let rows = self.db.list_changes(
             filter.user_id.as_deref(),
             filter.record_id.as_deref(),
@@ -105,7 +106,7 @@ impl wit::Host for JournalView<'_> {
         Ok(rows.into_iter().map(to_wit).collect())
     }
 
-    fn get_change(&mut self, id: String) -> Result<Option<wit::Change>, String> {
+    fn get_change(&mut self, id: String) -> Result<Option<wit::Change>, wit::StoreError> {
         Ok(self.db.change(&id)?.map(to_wit))
     }
 
@@ -113,7 +114,7 @@ impl wit::Host for JournalView<'_> {
         &mut self,
         input: String,
         values_read: String,
-    ) -> Result<wit::Confirmation, String> {
+    ) -> Result<wit::Confirmation, wit::StoreError> {
         let ttl = self.policy.confirm_ttl_ms();
         let (token, expires) =
             self.db

@@ -4,9 +4,23 @@
 use crate::bindings::crm::plugin::mapping_store;
 use crate::connections::Connections;
 use crate::egress::Crm;
-use crate::tenant_db::{MappingChange, StoredMapping, TenantDb};
+use crate::tenant_db::{MappingChange, StoreError, StoredMapping, TenantDb};
 use std::sync::Arc;
 use wasmtime::component::{HasData, Resource, ResourceTable};
+
+use mapping_store::StoreError as WitStoreError;
+
+/// The store's error as the WIT's `store-error`, case for case.
+impl From<StoreError> for WitStoreError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Unavailable(m) => WitStoreError::Unavailable(m),
+            StoreError::Invalid(m) => WitStoreError::Invalid(m),
+            StoreError::NotFound(m) => WitStoreError::NotFound(m),
+            StoreError::Disconnected(m) => WitStoreError::Disconnected(m),
+        }
+    }
+}
 
 /// `mapping-store` as one call sees it: its tenant's store, user and connections (the
 /// component passes no tenant).
@@ -32,17 +46,17 @@ impl mapping_store::Host for MappingStoreView<'_> {
         kind: mapping_store::MappingKind,
         after: Option<String>,
         limit: u32,
-    ) -> Result<Vec<mapping_store::Mapping>, String> {
+    ) -> Result<Vec<mapping_store::Mapping>, WitStoreError> {
         let rows = self
             .db
             .list_page(kind_name(kind), after.as_deref(), limit as usize)?;
         Ok(to_wit(rows))
     }
 
-    fn begin_change(&mut self) -> Result<Resource<MappingChange>, String> {
+    fn begin_change(&mut self) -> Result<Resource<MappingChange>, WitStoreError> {
         self.table
             .push(MappingChange::begin(self.db))
-            .map_err(|e| e.to_string())
+            .map_err(|e| WitStoreError::Invalid(e.to_string()))
     }
 
     fn record_created(
@@ -50,9 +64,10 @@ impl mapping_store::Host for MappingStoreView<'_> {
         crm: String,
         object_type: String,
         record_id: String,
-    ) -> Result<(), String> {
-        self.db
-            .record_created(self.user_id, &crm, &object_type, &record_id)
+    ) -> Result<(), WitStoreError> {
+        Ok(self
+            .db
+            .record_created(self.user_id, &crm, &object_type, &record_id)?)
     }
 }
 
@@ -64,9 +79,9 @@ impl mapping_store::HostMappingChange for MappingStoreView<'_> {
         &mut self,
         change: Resource<MappingChange>,
         mappings: Vec<mapping_store::Mapping>,
-    ) -> Result<(), String> {
+    ) -> Result<(), WitStoreError> {
         let rows = from_wit(mappings);
-        self.change(&change)?.observe(&rows)
+        Ok(self.change(&change)?.observe(&rows)?)
     }
 
     fn observed(
@@ -75,7 +90,7 @@ impl mapping_store::HostMappingChange for MappingStoreView<'_> {
         kind: mapping_store::MappingKind,
         after: Option<String>,
         limit: u32,
-    ) -> Result<Vec<mapping_store::Mapping>, String> {
+    ) -> Result<Vec<mapping_store::Mapping>, WitStoreError> {
         let rows =
             self.change(&change)?
                 .observed(kind_name(kind), after.as_deref(), limit as usize)?;
@@ -86,23 +101,23 @@ impl mapping_store::HostMappingChange for MappingStoreView<'_> {
         &mut self,
         change: Resource<MappingChange>,
         mappings: Vec<mapping_store::Mapping>,
-    ) -> Result<(), String> {
+    ) -> Result<(), WitStoreError> {
         let rows = from_wit(mappings);
-        self.change(&change)?.write(&rows)
+        Ok(self.change(&change)?.write(&rows)?)
     }
 
-    fn commit(&mut self, change: Resource<MappingChange>) -> Result<(), String> {
+    fn commit(&mut self, change: Resource<MappingChange>) -> Result<(), WitStoreError> {
         if !self
             .connections
             .unchanged_since(Crm::Hubspot, self.crm_a_generation)
         {
-            return Err(
+            return Err(WitStoreError::Disconnected(
                 "HubSpot was disconnected during the call; no mapping was written. Reconnect \
                  HubSpot in the workspace's integration settings, then sync again."
                     .into(),
-            );
+            ));
         }
-        self.change(&change)?.commit()
+        Ok(self.change(&change)?.commit()?)
     }
 
     fn drop(&mut self, change: Resource<MappingChange>) -> wasmtime::Result<()> {
@@ -113,8 +128,13 @@ impl mapping_store::HostMappingChange for MappingStoreView<'_> {
 }
 
 impl MappingStoreView<'_> {
-    fn change(&mut self, change: &Resource<MappingChange>) -> Result<&mut MappingChange, String> {
-        self.table.get_mut(change).map_err(|e| e.to_string())
+    fn change(
+        &mut self,
+        change: &Resource<MappingChange>,
+    ) -> Result<&mut MappingChange, WitStoreError> {
+        self.table
+            .get_mut(change)
+            .map_err(|e| WitStoreError::Invalid(e.to_string()))
     }
 }
 

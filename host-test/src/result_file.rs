@@ -1,6 +1,7 @@
 //! A result file being written: the component's `result-file` resource. Size-capped, and
 //! masked line by line when the tenant masks fields, so a masked value never reaches the disk.
 
+use crate::bindings::crm::plugin::result_files::FileError;
 use crate::governance::HostPolicy;
 use std::fs::File;
 use std::io::Write;
@@ -27,15 +28,16 @@ impl ResultFile {
     }
 
     /// Writes `bytes` (masked by whole lines when the policy masks), refusing to pass `max`.
-    pub(crate) fn append(&mut self, bytes: &[u8], max: u64) -> Result<(), String> {
+    pub(crate) fn append(&mut self, bytes: &[u8], max: u64) -> Result<(), FileError> {
         if self.written + bytes.len() as u64 > max {
-            return Err(format!(
-                "the result file would pass the host's limit of {max} bytes"
-            ));
+            return Err(FileError::TooLarge(max));
         }
         self.written += bytes.len() as u64;
         let Some(policy) = self.mask.clone() else {
-            return self.file.write_all(bytes).map_err(|e| e.to_string());
+            return self
+                .file
+                .write_all(bytes)
+                .map_err(|e| FileError::Io(e.to_string()));
         };
         self.partial.extend_from_slice(bytes);
         let Some(end) = self.partial.iter().rposition(|b| *b == b'\n') else {
@@ -47,7 +49,9 @@ impl ResultFile {
             masked.extend(policy.mask_line(line).unwrap_or_default());
             masked.push(b'\n');
         }
-        self.file.write_all(&masked).map_err(|e| e.to_string())
+        self.file
+            .write_all(&masked)
+            .map_err(|e| FileError::Io(e.to_string()))
     }
 
     /// Writes what is left: a last line without its newline is masked like the others.

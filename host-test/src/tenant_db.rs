@@ -12,9 +12,11 @@
 //! No call moves more than [`MAX_PAGE`] mappings, so neither side holds a large listing whole.
 
 mod change;
+mod error;
 pub mod journal;
 
 pub use change::MappingChange;
+pub use error::StoreError;
 
 use rusqlite::{Connection, OptionalExtension, params};
 use std::path::{Path, PathBuf};
@@ -84,22 +86,20 @@ fn now_ms() -> i64 {
         .unwrap_or_default()
 }
 
-fn text(e: rusqlite::Error) -> String {
-    e.to_string()
-}
-
 impl TenantDb {
-    pub fn open(tenant: &str, location: &DbLocation) -> Result<Self, String> {
+    pub fn open(tenant: &str, location: &DbLocation) -> Result<Self, StoreError> {
         let conn = match location {
             DbLocation::File(path) => {
                 if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
                     crate::private_fs::create_dir_all(dir)
-                        .map_err(|e| format!("{}: {e}", dir.display()))?;
+                        .map_err(|e| StoreError::Unavailable(format!("{}: {e}", dir.display())))?;
                 }
-                crate::private_fs::touch(path).map_err(|e| format!("{}: {e}", path.display()))?;
-                Connection::open(path).map_err(|e| format!("{}: {e}", path.display()))?
+                crate::private_fs::touch(path)
+                    .map_err(|e| StoreError::Unavailable(format!("{}: {e}", path.display())))?;
+                Connection::open(path)
+                    .map_err(|e| StoreError::Unavailable(format!("{}: {e}", path.display())))?
             }
-            DbLocation::Memory => Connection::open_in_memory().map_err(text)?,
+            DbLocation::Memory => Connection::open_in_memory().map_err(StoreError::from)?,
         };
         conn.execute_batch(
             "PRAGMA journal_mode = WAL;
@@ -132,7 +132,7 @@ impl TenantDb {
                  PRIMARY KEY (tenant, crm)
              );",
         )
-        .map_err(text)?;
+        .map_err(StoreError::from)?;
         change::create_staging(&conn)?;
         journal::create_tables(&conn)?;
         Ok(TenantDb {
@@ -147,18 +147,18 @@ impl TenantDb {
     }
 
     /// Every mapping of one kind for this tenant, deleted ones included, in key order.
-    pub fn list(&self, kind: &str) -> Result<Vec<StoredMapping>, String> {
+    pub fn list(&self, kind: &str) -> Result<Vec<StoredMapping>, StoreError> {
         let conn = self.conn();
         let mut statement = conn
             .prepare_cached(
                 "SELECT kind, crm_id, fields, deleted FROM mappings
                  WHERE tenant = ?1 AND kind = ?2 ORDER BY crm_id",
             )
-            .map_err(text)?;
+            .map_err(StoreError::from)?;
         let rows = statement
             .query_map(params![&*self.tenant, kind], stored_mapping)
-            .map_err(text)?;
-        rows.collect::<Result<_, _>>().map_err(text)
+            .map_err(StoreError::from)?;
+        rows.collect::<Result<_, _>>().map_err(StoreError::from)
     }
 
     /// Up to `limit` (1 to [`MAX_PAGE`]) mappings of one kind for this tenant, deleted ones
@@ -168,7 +168,7 @@ impl TenantDb {
         kind: &str,
         after: Option<&str>,
         limit: usize,
-    ) -> Result<Vec<StoredMapping>, String> {
+    ) -> Result<Vec<StoredMapping>, StoreError> {
         check_limit(limit)?;
         let conn = self.conn();
         let mut statement = conn
@@ -177,18 +177,18 @@ impl TenantDb {
                  WHERE tenant = ?1 AND kind = ?2 AND (?3 IS NULL OR crm_id > ?3)
                  ORDER BY crm_id LIMIT ?4",
             )
-            .map_err(text)?;
+            .map_err(StoreError::from)?;
         let rows = statement
             .query_map(
                 params![&*self.tenant, kind, after, limit as i64],
                 stored_mapping,
             )
-            .map_err(text)?;
-        rows.collect::<Result<_, _>>().map_err(text)
+            .map_err(StoreError::from)?;
+        rows.collect::<Result<_, _>>().map_err(StoreError::from)
     }
 
     /// One mapping by key.
-    pub fn get(&self, kind: &str, crm_id: &str) -> Result<Option<StoredMapping>, String> {
+    pub fn get(&self, kind: &str, crm_id: &str) -> Result<Option<StoredMapping>, StoreError> {
         self.conn()
             .query_row(
                 "SELECT kind, crm_id, fields, deleted FROM mappings
@@ -197,25 +197,27 @@ impl TenantDb {
                 stored_mapping,
             )
             .optional()
-            .map_err(text)
+            .map_err(StoreError::from)
     }
 
     /// Inserts or replaces each mapping by key in one transaction: all or none.
-    pub fn put(&self, mappings: &[StoredMapping]) -> Result<(), String> {
+    pub fn put(&self, mappings: &[StoredMapping]) -> Result<(), StoreError> {
         if mappings.len() > MAX_BATCH {
-            return Err(format!("at most {MAX_BATCH} mappings per write"));
+            return Err(StoreError::Invalid(format!(
+                "at most {MAX_BATCH} mappings per write"
+            )));
         }
         mappings.iter().try_for_each(check_mapping)?;
         let now = now_ms();
         let mut conn = self.conn();
-        let tx = conn.transaction().map_err(text)?;
+        let tx = conn.transaction().map_err(StoreError::from)?;
         {
             let mut upsert = tx
                 .prepare_cached(&format!(
                     "INSERT INTO mappings {INSERTED}
                          VALUES (?1, ?2, ?3, ?4, ?5, CASE WHEN ?5 THEN ?6 END, ?6, ?6) {UPSERT}"
                 ))
-                .map_err(text)?;
+                .map_err(StoreError::from)?;
             for m in mappings {
                 upsert
                     .execute(params![
@@ -226,10 +228,10 @@ impl TenantDb {
                         m.deleted,
                         now
                     ])
-                    .map_err(text)?;
+                    .map_err(StoreError::from)?;
             }
         }
-        tx.commit().map_err(text)
+        tx.commit().map_err(StoreError::from)
     }
 
     /// Keeps a created record's id with the tenant, the acting user and the time.
@@ -239,9 +241,9 @@ impl TenantDb {
         crm: &str,
         object_type: &str,
         record_id: &str,
-    ) -> Result<(), String> {
+    ) -> Result<(), StoreError> {
         if !matches!(crm, "hubspot" | "salesforce") {
-            return Err(format!("unknown CRM {crm:?}"));
+            return Err(StoreError::Invalid(format!("unknown CRM {crm:?}")));
         }
         check_key("object type", object_type)?;
         check_key("record id", record_id)?;
@@ -252,26 +254,26 @@ impl TenantDb {
                 params![&*self.tenant, user_id, crm, object_type, record_id, now_ms()],
             )
             .map(drop)
-            .map_err(text)
+            .map_err(StoreError::from)
     }
 
     /// The CRMs an operator disconnected for this tenant (`crm-a`, `crm-b`), so a disconnect
     /// outlives the process that made it.
-    pub fn disconnected(&self) -> Result<Vec<String>, String> {
+    pub fn disconnected(&self) -> Result<Vec<String>, StoreError> {
         let conn = self.conn();
         let mut statement = conn
             .prepare_cached("SELECT crm FROM disconnected WHERE tenant = ?1 ORDER BY crm")
-            .map_err(text)?;
+            .map_err(StoreError::from)?;
         let rows = statement
             .query_map(params![&*self.tenant], |row| row.get::<_, String>(0))
-            .map_err(text)?;
-        rows.collect::<Result<_, _>>().map_err(text)
+            .map_err(StoreError::from)?;
+        rows.collect::<Result<_, _>>().map_err(StoreError::from)
     }
 
     /// Records that `crm` is disconnected (or connected again) for this tenant.
-    pub fn set_disconnected(&self, crm: &str, disconnected: bool) -> Result<(), String> {
+    pub fn set_disconnected(&self, crm: &str, disconnected: bool) -> Result<(), StoreError> {
         if !matches!(crm, "crm-a" | "crm-b") {
-            return Err(format!("unknown CRM {crm:?}"));
+            return Err(StoreError::Invalid(format!("unknown CRM {crm:?}")));
         }
         let conn = self.conn();
         let changed = if disconnected {
@@ -285,18 +287,18 @@ impl TenantDb {
                 params![&*self.tenant, crm],
             )
         };
-        changed.map(drop).map_err(text)
+        changed.map(drop).map_err(StoreError::from)
     }
 
     /// Every created-record id kept for this tenant, oldest first.
-    pub fn created_records(&self) -> Result<Vec<CreatedRow>, String> {
+    pub fn created_records(&self) -> Result<Vec<CreatedRow>, StoreError> {
         let conn = self.conn();
         let mut statement = conn
             .prepare_cached(
                 "SELECT tenant, user_id, crm, object_type, record_id, created_at_ms
                  FROM created_records WHERE tenant = ?1 ORDER BY seq",
             )
-            .map_err(text)?;
+            .map_err(StoreError::from)?;
         let rows = statement
             .query_map(params![&*self.tenant], |row| {
                 Ok(CreatedRow {
@@ -308,8 +310,8 @@ impl TenantDb {
                     created_at_ms: row.get(5)?,
                 })
             })
-            .map_err(text)?;
-        rows.collect::<Result<_, _>>().map_err(text)
+            .map_err(StoreError::from)?;
+        rows.collect::<Result<_, _>>().map_err(StoreError::from)
     }
 }
 
@@ -339,38 +341,45 @@ fn stored_mapping(row: &rusqlite::Row<'_>) -> rusqlite::Result<StoredMapping> {
 }
 
 /// A mapping the host accepts: a plain key and a bounded JSON object.
-fn check_mapping(m: &StoredMapping) -> Result<(), String> {
+fn check_mapping(m: &StoredMapping) -> Result<(), StoreError> {
     if !matches!(m.kind.as_str(), "user" | "owner") {
-        return Err(format!("mapping {}: unknown kind {:?}", m.crm_id, m.kind));
+        return Err(StoreError::Invalid(format!(
+            "mapping {}: unknown kind {:?}",
+            m.crm_id, m.kind
+        )));
     }
     check_key("crm id", &m.crm_id)?;
     if m.fields.len() > MAX_FIELDS_BYTES {
-        return Err(format!(
+        return Err(StoreError::Invalid(format!(
             "mapping {}: fields over {MAX_FIELDS_BYTES} bytes",
             m.crm_id
-        ));
+        )));
     }
     match serde_json::from_str::<serde_json::Value>(&m.fields) {
         Ok(serde_json::Value::Object(_)) => Ok(()),
-        _ => Err(format!(
+        _ => Err(StoreError::Invalid(format!(
             "mapping {}: fields must be a JSON object",
             m.crm_id
-        )),
+        ))),
     }
 }
 
 /// A page size the host serves: 1 to [`MAX_PAGE`].
-fn check_limit(limit: usize) -> Result<(), String> {
+fn check_limit(limit: usize) -> Result<(), StoreError> {
     if (1..=MAX_PAGE).contains(&limit) {
         Ok(())
     } else {
-        Err(format!("a page holds 1 to {MAX_PAGE} mappings"))
+        Err(StoreError::Invalid(format!(
+            "a page holds 1 to {MAX_PAGE} mappings"
+        )))
     }
 }
 
-fn check_key(what: &str, value: &str) -> Result<(), String> {
+fn check_key(what: &str, value: &str) -> Result<(), StoreError> {
     if value.is_empty() || value.len() > MAX_KEY_BYTES || value.chars().any(char::is_control) {
-        Err(format!("{what} must be 1-{MAX_KEY_BYTES} printable bytes"))
+        Err(StoreError::Invalid(format!(
+            "{what} must be 1-{MAX_KEY_BYTES} printable bytes"
+        )))
     } else {
         Ok(())
     }
@@ -378,7 +387,7 @@ fn check_key(what: &str, value: &str) -> Result<(), String> {
 
 /// The database file for a tenant under a data directory: `{dir}/{tenant}/mappings.sqlite`.
 /// Tenant ids that are not plain names are refused, so no tenant can point at another's file.
-pub fn tenant_file(data_dir: &Path, tenant: &str) -> Result<PathBuf, String> {
+pub fn tenant_file(data_dir: &Path, tenant: &str) -> Result<PathBuf, StoreError> {
     let plain = !tenant.is_empty()
         && tenant.len() <= 64
         && tenant
@@ -388,9 +397,9 @@ pub fn tenant_file(data_dir: &Path, tenant: &str) -> Result<PathBuf, String> {
     if plain {
         Ok(data_dir.join(tenant).join("mappings.sqlite"))
     } else {
-        Err(format!(
+        Err(StoreError::Invalid(format!(
             "tenant id {tenant:?} cannot name a data directory: use letters, digits, - and _"
-        ))
+        )))
     }
 }
 
@@ -431,7 +440,10 @@ mod tests {
                 mapping("owner", "2", "not json", false),
             ])
             .unwrap_err();
-        assert!(err.contains("JSON object"), "{err}");
+        assert!(
+            matches!(&err, StoreError::Invalid(m) if m.contains("JSON object")),
+            "{err}"
+        );
         assert!(db.list("owner").unwrap().is_empty());
     }
 

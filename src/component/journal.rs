@@ -80,7 +80,7 @@ impl Journal for HostJournal {
             new_values: text(&entry.new_values),
             reverts: entry.reverts.clone(),
         })
-        .map_err(JournalError)
+        .map_err(|e| JournalError(super::store::from_wit_error(e).0))
     }
 
     fn settle(
@@ -89,7 +89,8 @@ impl Journal for HostJournal {
         status: ChangeStatus,
         record_id: Option<&str>,
     ) -> Result<(), JournalError> {
-        wit::settle_change(id, to_status(status), record_id).map_err(JournalError)
+        wit::settle_change(id, to_status(status), record_id)
+            .map_err(|e| JournalError(super::store::from_wit_error(e).0))
     }
 
     fn list(&mut self, filter: &ChangeFilter, limit: u32) -> Result<Vec<Change>, JournalError> {
@@ -99,7 +100,7 @@ impl Journal for HostJournal {
             object: filter.object.clone(),
         };
         wit::list_changes(&filter, limit)
-            .map_err(JournalError)?
+            .map_err(|e| JournalError(super::store::from_wit_error(e).0))?
             .into_iter()
             .map(from_wit)
             .collect()
@@ -107,7 +108,7 @@ impl Journal for HostJournal {
 
     fn get(&mut self, id: &str) -> Result<Option<Change>, JournalError> {
         wit::get_change(id)
-            .map_err(JournalError)?
+            .map_err(|e| JournalError(super::store::from_wit_error(e).0))?
             .map(from_wit)
             .transpose()
     }
@@ -117,7 +118,8 @@ impl Journal for HostJournal {
         input: &str,
         values_read: &Map<String, Value>,
     ) -> Result<Confirmation, JournalError> {
-        let c = wit::issue_confirmation(input, &text(values_read)).map_err(JournalError)?;
+        let c = wit::issue_confirmation(input, &text(values_read))
+            .map_err(|e| JournalError(super::store::from_wit_error(e).0))?;
         Ok(Confirmation {
             token: c.token,
             expires_at_ms: c.expires_at_ms,

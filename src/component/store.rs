@@ -30,6 +30,20 @@ fn to_limit(limit: usize) -> u32 {
     u32::try_from(limit).unwrap_or(u32::MAX)
 }
 
+/// The host's typed store error as the core's, its advice kept in the words.
+pub(super) fn from_wit_error(error: wit_store::StoreError) -> StoreError {
+    StoreError(match error {
+        wit_store::StoreError::Unavailable(m) => {
+            format!(
+                "the workspace's local store is unavailable ({m}); nothing was changed: try again shortly"
+            )
+        }
+        wit_store::StoreError::Invalid(m)
+        | wit_store::StoreError::NotFound(m)
+        | wit_store::StoreError::Disconnected(m) => m,
+    })
+}
+
 fn from_wit(mappings: Vec<wit_store::Mapping>) -> Result<Vec<Mapping>, StoreError> {
     mappings
         .into_iter()
@@ -71,21 +85,21 @@ impl MappingStore for HostMappingStore {
     ) -> Result<Vec<Mapping>, StoreError> {
         from_wit(
             wit_store::list_mappings(to_wit_kind(kind), after, to_limit(limit))
-                .map_err(StoreError)?,
+                .map_err(from_wit_error)?,
         )
     }
 
     fn begin(&mut self) -> Result<(), StoreError> {
         // The earlier change, if any, is dropped first: the host discards what it staged.
         self.change = None;
-        self.change = Some(wit_store::begin_change().map_err(StoreError)?);
+        self.change = Some(wit_store::begin_change().map_err(from_wit_error)?);
         Ok(())
     }
 
     fn observe(&mut self, mappings: &[Mapping]) -> Result<(), StoreError> {
         self.change()?
             .observe(&to_wit(mappings))
-            .map_err(StoreError)
+            .map_err(from_wit_error)
     }
 
     fn observed_page(
@@ -97,12 +111,14 @@ impl MappingStore for HostMappingStore {
         from_wit(
             self.change()?
                 .observed(to_wit_kind(kind), after, to_limit(limit))
-                .map_err(StoreError)?,
+                .map_err(from_wit_error)?,
         )
     }
 
     fn write(&mut self, mappings: &[Mapping]) -> Result<(), StoreError> {
-        self.change()?.write(&to_wit(mappings)).map_err(StoreError)
+        self.change()?
+            .write(&to_wit(mappings))
+            .map_err(from_wit_error)
     }
 
     fn commit(&mut self) -> Result<(), StoreError> {
@@ -110,11 +126,11 @@ impl MappingStore for HostMappingStore {
             .change
             .take()
             .ok_or_else(|| StoreError("no change was begun".into()))?;
-        change.commit().map_err(StoreError)
+        change.commit().map_err(from_wit_error)
     }
 
     fn record_created(&mut self, record: &CreatedRecord) -> Result<(), StoreError> {
         wit_store::record_created(record.crm, &record.object_type, &record.record_id)
-            .map_err(StoreError)
+            .map_err(from_wit_error)
     }
 }

@@ -4,6 +4,7 @@ pub(crate) mod activity;
 pub mod associations;
 pub(crate) mod client;
 pub mod errors;
+pub(crate) mod governed;
 pub(crate) mod metadata;
 mod people;
 pub(crate) mod properties;

@@ -5,6 +5,7 @@ pub mod compound;
 pub mod describe;
 pub mod errors;
 pub(crate) mod fields;
+pub(crate) mod governed;
 pub mod ids;
 pub(crate) mod outputs;
 pub mod query;

@@ -169,11 +169,6 @@ impl QueryRequest {
             cursor,
         })
     }
-
-    /// The outer query's FROM object.
-    pub(crate) fn object(&self) -> &str {
-        self.query.object()
-    }
 }
 
 /// Runs the query and shapes the answer.

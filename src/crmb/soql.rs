@@ -215,6 +215,7 @@ fn position_of_char(text: &str, index: usize) -> Pos {
     pos
 }
 
+mod hints;
 mod lexer;
 mod parser;
 mod words;

@@ -12,6 +12,7 @@ use super::records::{Mapping, map_record_fields};
 use crate::error::{Crm, ToolError};
 use crate::http::{Request, WriteMethod};
 use crate::mapping::CreatedRecord;
+use crate::policy::ReadScope;
 use crate::proxy;
 use crate::tool::{CrmEffect, Session, Tool};
 use schemars::JsonSchema;
@@ -110,16 +111,17 @@ impl Tool for GetRecord {
     type Input = GetRecordInput;
     type Output = FetchedRecord;
 
+    /// The fields asked for, of this object (a compound and its parts go together).
+    fn reads(input: &GetRecordInput) -> ReadScope<'_> {
+        ReadScope {
+            fields: input.fields.iter().flatten().map(ApiName::as_str).collect(),
+            salesforce_object: Some(input.object.as_str()),
+            ..ReadScope::default()
+        }
+    }
+
     fn run(input: GetRecordInput, session: &mut Session<'_>) -> Result<Self::Output, ToolError> {
         check_prefix(&input.object, &input.record_id)?;
-        let policy = &session.config()?.policy;
-        policy.refuse_masked(input.fields.iter().flatten().map(ApiName::as_str))?;
-        super::compound::refuse_fields(
-            input.object.as_str(),
-            input.fields.iter().flatten().map(ApiName::as_str),
-            &policy.masked,
-        )
-        .map_err(|why| policy.masked_refusal(why))?;
         let fields = match &input.fields {
             Some(list) if list.is_empty() || list.len() > 200 => {
                 return Err(ToolError::invalid(
@@ -194,15 +196,18 @@ impl Tool for RunSoqlQuery {
     type Output = QueryResult;
 
     fn run(input: RunQueryInput, session: &mut Session<'_>) -> Result<Self::Output, ToolError> {
-        // A masked field is never named in a query: not selected, filtered, grouped or sorted
-        // on, so its values cannot be probed through WHERE clauses either.
-        let policy = &session.config()?.policy;
-        policy.refuse_masked(super::soql::identifiers(&input.query))?;
-        policy.refuse_over_max(input.max_records.unwrap_or(0).into())?;
         let request = QueryRequest::new(&input.query, input.max_records, input.cursor.as_deref())?;
-        super::compound::refuse_in_query(&input.query, request.object(), &policy.masked)
-            .map_err(|why| policy.masked_refusal(why))?;
         query::run(request, session)
+    }
+
+    /// A masked field is never named in a query: not selected, filtered, grouped or sorted on,
+    /// so its values cannot be probed through WHERE clauses either.
+    fn reads(input: &RunQueryInput) -> ReadScope<'_> {
+        ReadScope {
+            soql: Some(&input.query),
+            records: Some(input.max_records.unwrap_or(0).into()),
+            ..ReadScope::default()
+        }
     }
 }
 

@@ -2,14 +2,15 @@
 //! workspace policy, the provenance marker, the preview, the confirmation and the journal,
 //! for whichever tool built the request.
 
+use super::crm::GovernedCrm;
 use super::current;
-use super::journal::{ChangeEntry, ChangeStatus, Confirmation};
-use super::policy::WorkspacePolicy;
 use super::target::{WriteKind, WriteTarget};
 use crate::error::{Crm, ToolError};
 use crate::http::Request;
+use crate::journal::{ChangeEntry, ChangeStatus, Confirmation};
+use crate::policy::WorkspacePolicy;
 use crate::retry::{Answer, HintReader};
-use crate::tool::Session;
+use crate::tool::{Session, WriteGuard};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Map, Value};
@@ -27,9 +28,10 @@ pub enum Mode {
 }
 
 /// One call's gate: what it was asked to do, and what became of its write.
-#[derive(Debug)]
 pub struct WriteGate {
     tool: &'static str,
+    /// Each CRM's part: reading a write back, and the current values.
+    governed: fn(Crm) -> &'static dyn GovernedCrm,
     /// The call's input without `preview` and `confirmation_token`, in canonical form: what a
     /// confirmation is bound to.
     input: String,
@@ -52,9 +54,15 @@ pub(crate) struct Stopped {
 
 impl WriteGate {
     /// A gate for one call of `tool` on the canonical `input`.
-    pub fn new(tool: &'static str, input: String, mode: Mode) -> Self {
+    pub fn new(
+        tool: &'static str,
+        input: String,
+        mode: Mode,
+        governed: fn(Crm) -> &'static dyn GovernedCrm,
+    ) -> Self {
         WriteGate {
             tool,
+            governed,
             input,
             mode,
             reverts: None,
@@ -67,11 +75,13 @@ impl WriteGate {
     pub fn input(&self) -> &str {
         &self.input
     }
+}
 
+impl WriteGuard for WriteGate {
     /// Judges one write and, when it may go, sends it once (journalled before and settled
     /// after). In preview mode the write is kept and the call stopped with an error the
     /// caller discards.
-    pub(crate) fn send(
+    fn send(
         &mut self,
         session: &mut Session<'_>,
         request: &Request,
@@ -84,24 +94,26 @@ impl WriteGate {
         }
         let config = session.config()?;
         let policy = &config.policy;
-        let mut target = WriteTarget::of(request, config)?;
+        let governed = (self.governed)(request.crm());
+        let mut target = governed.target(request, config)?;
         policy.check_write(&target)?;
         let mut request = request.clone();
         if target.kind == WriteKind::Create
             && let Some(marker) = policy.marker(target.crm)
         {
-            let value = match (&marker.value, target.crm) {
-                (Some(v), _) => Value::String(v.clone()),
-                (None, Crm::Hubspot) => Value::String("true".into()),
-                (None, Crm::Salesforce) => Value::Bool(true),
+            let value = match &marker.value {
+                Some(v) => Value::String(v.clone()),
+                None => governed.default_marker(),
             };
             target.fields.insert(marker.field.clone(), value.clone());
-            mark(&mut request, target.crm, &marker.field, value);
+            mark(&mut request, governed, &marker.field, value);
         }
         let current = match &target.kind {
             WriteKind::Update { record_id } => {
                 let fields: Vec<&str> = target.fields.keys().map(String::as_str).collect();
-                current::read(session, &target, record_id, &fields)?.values
+                governed
+                    .current(session, &target.object, record_id, &fields)?
+                    .values
             }
             _ => Map::new(),
         };
@@ -173,18 +185,14 @@ impl WriteGate {
 }
 
 /// Puts the provenance marker into a create's body.
-fn mark(request: &mut Request, crm: Crm, field: &str, value: Value) {
+fn mark(request: &mut Request, governed: &dyn GovernedCrm, field: &str, value: Value) {
     let Some(mut body) = request
         .body()
         .and_then(|b| serde_json::from_slice::<Value>(b).ok())
     else {
         return;
     };
-    let fields = match crm {
-        Crm::Hubspot => &mut body["properties"],
-        Crm::Salesforce => &mut body,
-    };
-    if let Some(fields) = fields.as_object_mut() {
+    if let Some(fields) = governed.created_fields(&mut body).as_object_mut() {
         fields.insert(field.to_string(), value);
         request.replace_body(&body);
     }
@@ -371,7 +379,7 @@ mod tests {
         );
         mark(
             &mut request,
-            Crm::Hubspot,
+            &crate::crma::governed::Hubspot,
             "made_by_assistant",
             json!("true"),
         );

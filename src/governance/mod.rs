@@ -4,38 +4,45 @@
 //! Every write tool is called through [`call_write`]: it takes `preview` and
 //! `confirmation_token` off the input, and installs a [`WriteGate`] that every write of the
 //! call passes at [`Session::send`](crate::tool::Session::send), the last seam before the wire.
+//! What each CRM contributes (reading a write's target back, current values, a revert's
+//! update) comes through [`crm::GovernedCrm`], implemented beside each CRM: governance names
+//! neither CRM's client.
 
+pub mod crm;
 mod current;
 mod gate;
-mod journal;
-pub mod policy;
-mod target;
+pub mod target;
 #[cfg(test)]
 mod tests;
 mod tools;
 
-pub use gate::{Mode, Preview, PreviewOutput, PreviewRequest, WriteGate};
-pub use journal::{
+pub use crate::journal::{
     Change, ChangeEntry, ChangeFilter, ChangeKind, ChangeStatus, Confirmation, Journal,
     JournalError, TokenRefusal,
 };
-pub use policy::{Marker, Rule, WorkspacePolicy};
+pub use crate::policy::{Marker, Rule, WorkspacePolicy};
+pub use gate::{Mode, Preview, PreviewOutput, PreviewRequest, WriteGate};
 pub use target::{WriteKind, WriteTarget};
 pub(crate) use tools::{ListChanges, RevertChange};
 
 use crate::error::{Crm, ToolError};
 use crate::proxy;
-use crate::tool::{Session, Tool};
+use crate::tool::{Entry, Session};
+use crm::GovernedCrm;
 use serde_json::{Map, Value};
 
-/// Runs a write tool: reads `preview` and `confirmation_token` off the input, runs the tool
-/// with a gate, and answers with the preview when the gate stopped the write, or with the
-/// tool's output and the journal's `change_id` when it went out.
-pub(crate) fn call_write<T: Tool>(
+/// Runs a write tool's registry `entry`: reads `preview` and `confirmation_token` off the
+/// input, runs the tool with a gate (`governed` gives each CRM's part), and answers with the
+/// preview when the gate stopped the write, or with the tool's output and the journal's
+/// `change_id` when it went out.
+pub(crate) fn call_write(
+    entry: &Entry,
     input: &str,
     session: &mut Session<'_>,
+    governed: fn(Crm) -> &'static dyn GovernedCrm,
 ) -> Result<String, ToolError> {
-    let invalid = |what: String| ToolError::invalid(format!("{}: {what}", T::NAME));
+    let name = entry.name;
+    let invalid = |what: String| ToolError::invalid(format!("{name}: {what}"));
     let mut fields: Map<String, Value> =
         serde_json::from_slice(input.as_bytes()).map_err(|e| invalid(e.to_string()))?;
     let preview = match fields.remove("preview") {
@@ -55,19 +62,21 @@ pub(crate) fn call_write<T: Tool>(
         ));
     }
     let canonical = canonical(&Value::Object(fields));
-    let parsed: T::Input =
-        serde_json::from_slice(canonical.as_bytes()).map_err(|e| invalid(e.to_string()))?;
     let mode = if preview {
         Mode::Preview
     } else {
         Mode::Apply { token }
     };
-    session.gate = Some(WriteGate::new(T::NAME, canonical, mode));
-    let result = T::run(parsed, session);
-    let mut gate = session
+    let gate = WriteGate::new(name, canonical.clone(), mode, governed);
+    session.gate = Some(Box::new(gate));
+    let result = (entry.call)(&canonical, session);
+    let gate: Box<dyn std::any::Any> = session
         .gate
         .take()
         .expect("the gate stays for the whole call");
+    let mut gate = gate
+        .downcast::<WriteGate>()
+        .expect("call_write installed a WriteGate");
     if let Some(stopped) = gate.stopped.take() {
         let confirmation = session
             .journal()?
@@ -83,17 +92,15 @@ pub(crate) fn call_write<T: Tool>(
             Crm::Salesforce => proxy::crm_b(config, &[], &[])?,
         };
         let confirm = config.policy.confirm_writes;
-        let output = stopped.preview(T::NAME, root.path(), confirmation, confirm);
+        let output = stopped.preview(name, root.path(), confirmation, confirm);
         return Ok(serde_json::to_string(&output).expect("a preview serialises"));
     }
-    let output = result?;
+    let text = result?;
     if preview {
         return Err(ToolError::invalid(format!(
-            "{} made no write to preview for this input",
-            T::NAME
+            "{name} made no write to preview for this input"
         )));
     }
-    let text = serde_json::to_string(&output).expect("tool outputs serialise");
     Ok(match gate.change_id {
         Some(id) => with_field(text, "change_id", &id),
         None => text,

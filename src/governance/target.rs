@@ -1,12 +1,9 @@
-//! What a write request does, read back from the request itself at the last seam before the
-//! wire: the policy, the preview and the journal judge what is actually sent, whichever tool
-//! built it. A write this module does not recognise is refused, never let through.
+//! What a write does, as each CRM's governance reads it back from the request itself at the
+//! last seam before the wire (each CRM's `GovernedCrm::target`): the policy, the preview
+//! and the journal judge what is actually sent, whichever tool built it.
 
-use super::journal::ChangeKind;
-use crate::config::Config;
-use crate::error::{Crm, ToolError};
-use crate::http::{Method, Request};
-use crate::proxy;
+use crate::error::Crm;
+use crate::journal::ChangeKind;
 use serde_json::{Map, Value};
 
 /// What kind of change a write makes.
@@ -72,112 +69,14 @@ pub struct WriteTarget {
     pub fields: Map<String, Value>,
 }
 
-impl WriteTarget {
-    /// Reads a write request: its path below the tenant's integration root, and its body.
-    pub fn of(request: &Request, config: &Config) -> Result<Self, ToolError> {
-        let root = match request.crm() {
-            Crm::Hubspot => proxy::crm_a(config, &[], &[])?,
-            Crm::Salesforce => proxy::crm_b(config, &[], &[])?,
-        };
-        let root = root.path().trim_end_matches('/');
-        let rest: Vec<&str> = request
-            .url()
-            .path()
-            .strip_prefix(root)
-            .and_then(|p| p.strip_prefix('/'))
-            .map(|p| p.split('/').collect())
-            .unwrap_or_default();
-        let body: Value = match request.body() {
-            Some(bytes) => serde_json::from_slice(bytes).unwrap_or(Value::Null),
-            None => Value::Null,
-        };
-        let text = |v: &Value| match v {
-            Value::String(s) => Some(s.clone()),
-            Value::Number(n) => Some(n.to_string()),
-            _ => None,
-        };
-        let fields_at = |v: &Value| v.as_object().cloned().unwrap_or_default();
-        let (kind, object, fields) = match (request.crm(), request.method(), rest.as_slice()) {
-            (Crm::Hubspot, Method::Post, ["crm", "v3", "objects", "companies", "merge"]) => {
-                let (Some(primary), Some(merged)) = (
-                    text(&body["primaryObjectId"]),
-                    text(&body["objectIdToMerge"]),
-                ) else {
-                    return Err(unrecognised(request));
-                };
-                let kind = WriteKind::Merge {
-                    record_id: primary,
-                    merged_id: merged,
-                };
-                (kind, "companies", Map::new())
-            }
-            (Crm::Hubspot, Method::Post, ["crm", "v3", "objects", object]) => {
-                (WriteKind::Create, *object, fields_at(&body["properties"]))
-            }
-            (Crm::Hubspot, Method::Patch, ["crm", "v3", "objects", object, id]) => (
-                WriteKind::Update {
-                    record_id: id.to_string(),
-                },
-                *object,
-                fields_at(&body["properties"]),
-            ),
-            (
-                Crm::Hubspot,
-                Method::Put,
-                [
-                    "crm",
-                    "v4",
-                    "objects",
-                    from,
-                    id,
-                    "associations",
-                    "default",
-                    to,
-                    to_id,
-                ],
-            ) => (
-                WriteKind::Associate {
-                    record_id: id.to_string(),
-                    to_object: to.to_string(),
-                    to_record_id: to_id.to_string(),
-                },
-                *from,
-                Map::new(),
-            ),
-            (Crm::Salesforce, Method::Post, ["sobjects", object]) => {
-                (WriteKind::Create, *object, fields_at(&body))
-            }
-            (Crm::Salesforce, Method::Patch, ["sobjects", object, id]) => (
-                WriteKind::Update {
-                    record_id: id.to_string(),
-                },
-                *object,
-                fields_at(&body),
-            ),
-            _ => return Err(unrecognised(request)),
-        };
-        Ok(WriteTarget {
-            crm: request.crm(),
-            kind,
-            object: object.to_string(),
-            fields,
-        })
-    }
-}
-
-fn unrecognised(request: &Request) -> ToolError {
-    ToolError::Forbidden(format!(
-        "a {} to {} is not a write this plugin knows how to govern, so it was not sent",
-        request.method().as_str(),
-        request.url().path()
-    ))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::ToolError;
+    use crate::governance::crm::GovernedCrm;
     use crate::harness;
-    use crate::http::WriteMethod;
+    use crate::http::{Request, WriteMethod};
+    use crate::proxy;
     use serde_json::json;
 
     fn write(crm: Crm, method: WriteMethod, path: &[&str], body: Value) -> Request {
@@ -191,7 +90,11 @@ mod tests {
     }
 
     fn target(request: &Request) -> Result<WriteTarget, ToolError> {
-        WriteTarget::of(request, &harness::config(&[]))
+        let governed: &dyn GovernedCrm = match request.crm() {
+            Crm::Hubspot => &crate::crma::governed::Hubspot,
+            Crm::Salesforce => &crate::crmb::governed::Salesforce,
+        };
+        governed.target(request, &harness::config(&[]))
     }
 
     #[test]

@@ -1,20 +1,16 @@
 //! `crm_list_changes` and `crm_revert_change`: what the assistant changed, and putting an
 //! update back. A create, a merge or a link is never undone, as each undo would be a delete.
 
+use super::WriteGate;
+use super::crm::CrmDirectory;
 use super::current;
-use super::journal::{Change, ChangeFilter, ChangeKind, ChangeStatus};
-use super::target::{WriteKind, WriteTarget};
-use crate::crma::client::{self as crma_client, Call};
-use crate::crma::scopes::{self, Operation};
-use crate::crma::types::ObjectType;
-use crate::crmb::client as crmb_client;
-use crate::error::{Crm, ToolError};
-use crate::http::{Request, WriteMethod};
-use crate::proxy;
+use crate::error::ToolError;
+use crate::journal::{Change, ChangeFilter, ChangeKind, ChangeStatus};
 use crate::tool::{CrmEffect, Session, Tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
+use std::marker::PhantomData;
 
 /// Input of `crm_list_changes`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -158,9 +154,9 @@ pub(crate) struct RevertedOutput {
 }
 
 /// `crm_revert_change`.
-pub(crate) struct RevertChange;
+pub(crate) struct RevertChange<C>(PhantomData<C>);
 
-impl Tool for RevertChange {
+impl<C: CrmDirectory> Tool for RevertChange<C> {
     const NAME: &'static str = "crm_revert_change";
     const DESCRIPTION: &'static str = "Put back the values an earlier assistant update \
         overwrote (change_id from crm_list_changes), with one update. Refused when a field was \
@@ -186,21 +182,10 @@ impl Tool for RevertChange {
         let record_id = revertible(&change)?;
         // Scopes before requests: the revert's own write scope is checked before the read that
         // precedes it, so a connection that may not write sends nothing at all.
-        if crm == Crm::Hubspot {
-            let object_type =
-                ObjectType::parse(&change.entry.object).map_err(ToolError::invalid)?;
-            scopes::check(&session.ctx.granted_scopes, &Operation::Write(object_type))?;
-        }
-        let target = WriteTarget {
-            crm,
-            kind: WriteKind::Update {
-                record_id: record_id.clone(),
-            },
-            object: change.entry.object.clone(),
-            fields: change.entry.new_values.clone(),
-        };
-        let fields: Vec<&str> = target.fields.keys().map(String::as_str).collect();
-        let now = current::read(session, &target, &record_id, &fields)?;
+        let governed = C::governed(crm);
+        governed.check_update_scope(session, &change.entry.object)?;
+        let fields: Vec<&str> = change.entry.new_values.keys().map(String::as_str).collect();
+        let now = governed.current(session, &change.entry.object, &record_id, &fields)?;
         let policy = &session.config()?.policy;
         let moved = current::moved(
             &change.entry.new_values,
@@ -220,11 +205,11 @@ impl Tool for RevertChange {
                 moved.join("; ")
             )));
         }
-        if let Some(gate) = session.gate.as_mut() {
+        if let Some(gate) = session.guard_mut::<WriteGate>() {
             gate.reverts = Some(change.id.clone());
         }
         let restored = change.entry.old_values.clone();
-        send_update(session, crm, &change.entry.object, &record_id, &restored)?;
+        governed.update(session, &change.entry.object, &record_id, &restored)?;
         Ok(RevertedOutput {
             reverted: change.id,
             crm: crm.id().into(),
@@ -270,41 +255,4 @@ fn revertible(change: &Change) -> Result<String, ToolError> {
         .record_id
         .clone()
         .ok_or_else(|| ToolError::invalid("the change names no record"))
-}
-
-/// Sends one update of `values` to a record.
-fn send_update(
-    session: &mut Session<'_>,
-    crm: Crm,
-    object: &str,
-    record_id: &str,
-    values: &Map<String, Value>,
-) -> Result<(), ToolError> {
-    match crm {
-        Crm::Hubspot => {
-            let object_type = ObjectType::parse(object).map_err(ToolError::invalid)?;
-            // HubSpot clears a property set to empty text.
-            let properties: Map<String, Value> = values
-                .iter()
-                .map(|(k, v)| (k.clone(), if v.is_null() { json!("") } else { v.clone() }))
-                .collect();
-            let call = Call::get(
-                Operation::Write(object_type),
-                vec!["crm", "v3", "objects", object, record_id],
-                format!("{object} record {record_id}"),
-            )
-            .writing(WriteMethod::Patch, Some(json!({"properties": properties})));
-            crma_client::send(session, call).map(drop)
-        }
-        Crm::Salesforce => {
-            let url = proxy::crm_b(session.config()?, &["sobjects", object, record_id], &[])?;
-            let request = Request::write(
-                Crm::Salesforce,
-                WriteMethod::Patch,
-                url,
-                Some(&Value::Object(values.clone())),
-            );
-            crmb_client::send(session, &request, &format!("{object} record {record_id}")).map(drop)
-        }
-    }
 }

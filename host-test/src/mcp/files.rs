@@ -94,7 +94,15 @@ fn file(host: &Host, principal: &Principal, uri: &str) -> Result<PathBuf, McpErr
         .strip_prefix(RESULTS_URI_PREFIX)
         .ok_or_else(|| not_found(uri))?;
     let dir = dir(host, principal).map_err(|_| not_found(uri))?;
-    let path = path_in(&dir, name).map_err(|why| McpError::invalid_params(why, None))?;
+    let path = path_in(&dir, name).map_err(|_| {
+        McpError::invalid_params(
+            format!(
+                "{name:?} is not a plain file name (1 to 128 letters, digits, '.', '-', '_', not \
+                 starting with '.')"
+            ),
+            None,
+        )
+    })?;
     if !path.is_file() || expired(&path) {
         return Err(not_found(uri));
     }

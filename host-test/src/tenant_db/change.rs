@@ -8,8 +8,8 @@
 //! never committed) deletes its staged rows and leaves the store as it was.
 
 use super::{
-    INSERTED, MAX_PAGE, StoredMapping, TenantDb, UPSERT, check_limit, check_mapping, now_ms,
-    stored_mapping, text,
+    INSERTED, MAX_PAGE, StoreError, StoredMapping, TenantDb, UPSERT, check_limit, check_mapping,
+    now_ms, stored_mapping,
 };
 use rusqlite::{Connection, params};
 use std::sync::Arc;
@@ -21,7 +21,7 @@ const MAX_STAGED: usize = 2_000_000;
 
 /// The staging tables, in the connection's temporary schema (seen by this connection only).
 /// Each row carries its change's id, so concurrent changes of one tenant stay apart.
-pub(super) fn create_staging(conn: &Connection) -> Result<(), String> {
+pub(super) fn create_staging(conn: &Connection) -> Result<(), StoreError> {
     conn.execute_batch(
         "CREATE TEMP TABLE IF NOT EXISTS change_observed (
              change  INTEGER NOT NULL,
@@ -40,7 +40,7 @@ pub(super) fn create_staging(conn: &Connection) -> Result<(), String> {
              PRIMARY KEY (change, kind, crm_id)
          ) WITHOUT ROWID;",
     )
-    .map_err(text)
+    .map_err(StoreError::from)
 }
 
 /// An open change to one tenant's mappings.
@@ -76,7 +76,7 @@ impl MappingChange {
     }
 
     /// Stages mappings as observed in the CRM; a key observed again replaces the earlier one.
-    pub fn observe(&mut self, mappings: &[StoredMapping]) -> Result<(), String> {
+    pub fn observe(&mut self, mappings: &[StoredMapping]) -> Result<(), StoreError> {
         self.stage("change_observed", mappings)
     }
 
@@ -87,7 +87,7 @@ impl MappingChange {
         kind: &str,
         after: Option<&str>,
         limit: usize,
-    ) -> Result<Vec<StoredMapping>, String> {
+    ) -> Result<Vec<StoredMapping>, StoreError> {
         self.check_open()?;
         check_limit(limit)?;
         let conn = self.db.conn();
@@ -97,24 +97,24 @@ impl MappingChange {
                  WHERE change = ?1 AND kind = ?2 AND (?3 IS NULL OR crm_id > ?3)
                  ORDER BY crm_id LIMIT ?4",
             )
-            .map_err(text)?;
+            .map_err(StoreError::from)?;
         let rows = statement
             .query_map(params![self.id, kind, after, limit as i64], stored_mapping)
-            .map_err(text)?;
-        rows.collect::<Result<_, _>>().map_err(text)
+            .map_err(StoreError::from)?;
+        rows.collect::<Result<_, _>>().map_err(StoreError::from)
     }
 
     /// Stages writes, each inserting or replacing the stored mapping with its key at commit.
-    pub fn write(&mut self, mappings: &[StoredMapping]) -> Result<(), String> {
+    pub fn write(&mut self, mappings: &[StoredMapping]) -> Result<(), StoreError> {
         self.stage("change_writes", mappings)
     }
 
     /// Applies every staged write in one transaction, all or none, and ends the change.
-    pub fn commit(&mut self) -> Result<(), String> {
+    pub fn commit(&mut self) -> Result<(), StoreError> {
         self.check_open()?;
         let now = now_ms();
         let mut conn = self.db.conn();
-        let tx = conn.transaction().map_err(text)?;
+        let tx = conn.transaction().map_err(StoreError::from)?;
         // `WHERE` before `ON CONFLICT` also tells SQLite's parser the upsert from a join.
         tx.execute(
             &format!(
@@ -124,58 +124,64 @@ impl MappingChange {
             ),
             params![&*self.db.tenant, now, self.id],
         )
-        .map_err(text)?;
+        .map_err(StoreError::from)?;
         delete_staged(&tx, self.id)?;
-        tx.commit().map_err(text)?;
+        tx.commit().map_err(StoreError::from)?;
         self.open = false;
         Ok(())
     }
 
-    fn check_open(&self) -> Result<(), String> {
+    fn check_open(&self) -> Result<(), StoreError> {
         if self.open {
             Ok(())
         } else {
-            Err("this change was committed; begin another".into())
+            Err(StoreError::Invalid(
+                "this change was committed; begin another".into(),
+            ))
         }
     }
 
     /// Adds a batch to a staging table, in one transaction: the whole batch or none of it.
-    fn stage(&mut self, table: &str, mappings: &[StoredMapping]) -> Result<(), String> {
+    fn stage(&mut self, table: &str, mappings: &[StoredMapping]) -> Result<(), StoreError> {
         self.check_open()?;
         if mappings.len() > MAX_PAGE {
-            return Err(format!("at most {MAX_PAGE} mappings per call"));
+            return Err(StoreError::Invalid(format!(
+                "at most {MAX_PAGE} mappings per call"
+            )));
         }
         if self.staged + mappings.len() > MAX_STAGED {
-            return Err(format!("at most {MAX_STAGED} mappings per change"));
+            return Err(StoreError::Invalid(format!(
+                "at most {MAX_STAGED} mappings per change"
+            )));
         }
         mappings.iter().try_for_each(check_mapping)?;
         let mut conn = self.db.conn();
-        let tx = conn.transaction().map_err(text)?;
+        let tx = conn.transaction().map_err(StoreError::from)?;
         {
             let mut insert = tx
                 .prepare_cached(&format!(
                     "INSERT OR REPLACE INTO temp.{table} (change, kind, crm_id, fields, deleted)
                      VALUES (?1, ?2, ?3, ?4, ?5)"
                 ))
-                .map_err(text)?;
+                .map_err(StoreError::from)?;
             for m in mappings {
                 insert
                     .execute(params![self.id, m.kind, m.crm_id, m.fields, m.deleted])
-                    .map_err(text)?;
+                    .map_err(StoreError::from)?;
             }
         }
-        tx.commit().map_err(text)?;
+        tx.commit().map_err(StoreError::from)?;
         self.staged += mappings.len();
         Ok(())
     }
 }
 
 /// Deletes a change's staged rows.
-fn delete_staged(conn: &Connection, id: i64) -> Result<(), String> {
+fn delete_staged(conn: &Connection, id: i64) -> Result<(), StoreError> {
     conn.execute("DELETE FROM temp.change_observed WHERE change = ?1", [id])
-        .map_err(text)?;
+        .map_err(StoreError::from)?;
     conn.execute("DELETE FROM temp.change_writes WHERE change = ?1", [id])
-        .map_err(text)?;
+        .map_err(StoreError::from)?;
     Ok(())
 }
 
@@ -302,7 +308,10 @@ mod tests {
                 mapping("owner", "2", "not json", false),
             ])
             .unwrap_err();
-        assert!(err.contains("JSON object"), "{err}");
+        assert!(
+            matches!(&err, StoreError::Invalid(m) if m.contains("JSON object")),
+            "{err}"
+        );
         change.commit().unwrap();
         assert!(
             db.list("owner").unwrap().is_empty(),

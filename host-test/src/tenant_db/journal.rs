@@ -7,7 +7,7 @@
 //! expiry and id. A token from another tenant's file names no row here; an altered one fails
 //! its MAC.
 
-use super::{TenantDb, now_ms, text};
+use super::{StoreError, TenantDb, now_ms};
 use ring::hmac;
 use ring::rand::{SecureRandom, SystemRandom};
 use rusqlite::{Connection, OptionalExtension, params};
@@ -125,7 +125,7 @@ pub struct NewChange<'a> {
 /// Largest value set one change may carry.
 const MAX_VALUES_BYTES: usize = 256 << 10;
 
-pub(super) fn create_tables(conn: &Connection) -> Result<(), String> {
+pub(super) fn create_tables(conn: &Connection) -> Result<(), StoreError> {
     conn.execute_batch(
         "CREATE TABLE IF NOT EXISTS changes (
              seq        INTEGER PRIMARY KEY,
@@ -160,15 +160,15 @@ pub(super) fn create_tables(conn: &Connection) -> Result<(), String> {
              value BLOB NOT NULL
          );",
     )
-    .map_err(text)
+    .map_err(StoreError::from)
 }
 
 /// `bytes` secure random bytes, as lower-case hex: the ids of changes, tokens and calls.
-pub(crate) fn random_hex(bytes: usize) -> Result<String, String> {
+pub(crate) fn random_hex(bytes: usize) -> Result<String, StoreError> {
     let mut buf = vec![0u8; bytes];
     SystemRandom::new()
         .fill(&mut buf)
-        .map_err(|_| "no secure random numbers".to_string())?;
+        .map_err(|_| StoreError::Unavailable("no secure random numbers".into()))?;
     Ok(hex(&buf))
 }
 
@@ -185,13 +185,15 @@ fn sha256(text: &str) -> String {
     hex(&Sha256::digest(text.as_bytes()))
 }
 
-fn json_object(what: &str, text: &str) -> Result<(), String> {
+fn json_object(what: &str, text: &str) -> Result<(), StoreError> {
     if text.len() > MAX_VALUES_BYTES {
-        return Err(format!("{what} is larger than {MAX_VALUES_BYTES} bytes"));
+        return Err(StoreError::Invalid(format!(
+            "{what} is larger than {MAX_VALUES_BYTES} bytes"
+        )));
     }
     match serde_json::from_str::<serde_json::Value>(text) {
         Ok(serde_json::Value::Object(_)) => Ok(()),
-        _ => Err(format!("{what} is not a JSON object")),
+        _ => Err(StoreError::Invalid(format!("{what} is not a JSON object"))),
     }
 }
 
@@ -222,9 +224,9 @@ impl TenantDb {
         &self,
         who: &CallIdentity<'_>,
         change: &NewChange<'_>,
-    ) -> Result<String, String> {
+    ) -> Result<String, StoreError> {
         if !matches!(change.crm, "hubspot" | "salesforce") {
-            return Err(format!("unknown CRM {:?}", change.crm));
+            return Err(StoreError::Invalid(format!("unknown CRM {:?}", change.crm)));
         }
         super::check_key("object type", change.object)?;
         if let Some(id) = change.record_id {
@@ -254,7 +256,7 @@ impl TenantDb {
                     change.reverts
                 ],
             )
-            .map_err(text)?;
+            .map_err(StoreError::from)?;
         Ok(id)
     }
 
@@ -265,7 +267,7 @@ impl TenantDb {
         id: &str,
         status: Status,
         record_id: Option<&str>,
-    ) -> Result<(), String> {
+    ) -> Result<(), StoreError> {
         if let Some(id) = record_id {
             super::check_key("record id", id)?;
         }
@@ -277,11 +279,13 @@ impl TenantDb {
                  WHERE tenant = ?3 AND id = ?4 AND call_id = ?5 AND status = 'pending'",
                 params![status.name(), record_id, &*self.tenant, id, who.call_id],
             )
-            .map_err(text)?;
+            .map_err(StoreError::from)?;
         if changed == 1 {
             Ok(())
         } else {
-            Err(format!("no pending change {id:?} of this call"))
+            Err(StoreError::NotFound(format!(
+                "no pending change {id:?} of this call"
+            )))
         }
     }
 
@@ -292,7 +296,7 @@ impl TenantDb {
         record_id: Option<&str>,
         object: Option<&str>,
         limit: u32,
-    ) -> Result<Vec<JournalRow>, String> {
+    ) -> Result<Vec<JournalRow>, StoreError> {
         let conn = self.conn();
         let mut statement = conn
             .prepare_cached(&format!(
@@ -302,7 +306,7 @@ impl TenantDb {
                    AND (?4 IS NULL OR object = ?4 COLLATE NOCASE)
                  ORDER BY seq DESC LIMIT ?5"
             ))
-            .map_err(text)?;
+            .map_err(StoreError::from)?;
         let rows = statement
             .query_map(
                 params![
@@ -314,12 +318,12 @@ impl TenantDb {
                 ],
                 row,
             )
-            .map_err(text)?;
-        rows.collect::<Result<_, _>>().map_err(text)
+            .map_err(StoreError::from)?;
+        rows.collect::<Result<_, _>>().map_err(StoreError::from)
     }
 
     /// One of this tenant's changes.
-    pub fn change(&self, id: &str) -> Result<Option<JournalRow>, String> {
+    pub fn change(&self, id: &str) -> Result<Option<JournalRow>, StoreError> {
         self.conn()
             .query_row(
                 &format!("SELECT {COLUMNS} FROM changes WHERE tenant = ?1 AND id = ?2"),
@@ -327,11 +331,11 @@ impl TenantDb {
                 row,
             )
             .optional()
-            .map_err(text)
+            .map_err(StoreError::from)
     }
 
     /// The tenant file's signing key, made at first use.
-    fn signing_key(&self) -> Result<hmac::Key, String> {
+    fn signing_key(&self) -> Result<hmac::Key, StoreError> {
         let conn = self.conn();
         let existing: Option<Vec<u8>> = conn
             .query_row(
@@ -340,26 +344,26 @@ impl TenantDb {
                 |r| r.get(0),
             )
             .optional()
-            .map_err(text)?;
+            .map_err(StoreError::from)?;
         let key = match existing {
             Some(key) => key,
             None => {
                 let mut key = vec![0u8; 32];
                 SystemRandom::new()
                     .fill(&mut key)
-                    .map_err(|_| "no secure random numbers".to_string())?;
+                    .map_err(|_| StoreError::Unavailable("no secure random numbers".into()))?;
                 // Another host on the file may have made one meanwhile: theirs wins.
                 conn.execute(
                     "INSERT OR IGNORE INTO host_keys (name, value) VALUES ('confirmations', ?1)",
                     params![key],
                 )
-                .map_err(text)?;
+                .map_err(StoreError::from)?;
                 conn.query_row(
                     "SELECT value FROM host_keys WHERE name = 'confirmations'",
                     [],
                     |r| r.get(0),
                 )
-                .map_err(text)?
+                .map_err(StoreError::from)?
             }
         };
         Ok(hmac::Key::new(hmac::HMAC_SHA256, &key))
@@ -393,7 +397,7 @@ impl TenantDb {
         input: &str,
         values_read: &str,
         ttl_ms: i64,
-    ) -> Result<(String, i64), String> {
+    ) -> Result<(String, i64), StoreError> {
         json_object("values-read", values_read)?;
         let key = self.signing_key()?;
         let id = random_hex(16)?;
@@ -406,7 +410,7 @@ impl TenantDb {
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                 params![id, &*self.tenant, who.user_id, who.tool, input_sha256, values_read, expires_ms],
             )
-            .map_err(text)?;
+            .map_err(StoreError::from)?;
         Ok((format!("cf1.{id}.{mac}"), expires_ms))
     }
 
@@ -417,7 +421,7 @@ impl TenantDb {
         token: &str,
         input: &str,
     ) -> Result<String, Refusal> {
-        let store = |e: String| Refusal::Store(e);
+        let store = |e: StoreError| Refusal::Store(e.to_string());
         let mut parts = token.split('.');
         let (Some("cf1"), Some(id), Some(mac), None) =
             (parts.next(), parts.next(), parts.next(), parts.next())
@@ -442,7 +446,7 @@ impl TenantDb {
                 },
             )
             .optional()
-            .map_err(|e| store(text(e)))?;
+            .map_err(|e| store(StoreError::from(e)))?;
         let Some((user_id, tool, input_sha256, values_read, expires_ms, used)) = found else {
             return Err(Refusal::Unknown);
         };
@@ -480,7 +484,7 @@ impl TenantDb {
                  WHERE tenant = ?2 AND id = ?3 AND used_at_ms IS NULL",
                 params![now, &*self.tenant, id],
             )
-            .map_err(|e| store(text(e)))?;
+            .map_err(|e| store(StoreError::from(e)))?;
         if claimed == 1 {
             Ok(values_read)
         } else {
@@ -509,7 +513,9 @@ mod tests {
         let (token, _) = db
             .issue_confirmation(&ana, "{\"a\":1}", r#"{"amount":"10"}"#, 60_000)
             .unwrap();
-        let tampered = format!("{}0", &token[..token.len() - 1]);
+        // The MAC's last hex digit changed (to another digit whatever it was).
+        let last = if token.ends_with('0') { '1' } else { '0' };
+        let tampered = format!("{}{last}", &token[..token.len() - 1]);
         assert_eq!(
             db.redeem_confirmation(&ana, &tampered, "{\"a\":1}"),
             Err(Refusal::Unknown)

@@ -7,6 +7,7 @@ use crate::crma::people::{Owner, OwnerTeam, User};
 use crate::crma::scopes::Operation;
 use crate::crma::wire::Page;
 use crate::error::ToolError;
+use crate::policy::ReadScope;
 use crate::tool::{CrmEffect, Session, Tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -88,6 +89,15 @@ impl Tool for ListOwners {
     type Input = ListOwnersInput;
     type Output = OwnersPage;
 
+    /// A lookup by e-mail: an answer or none would say whether a masked e-mail is this one.
+    fn reads(input: &ListOwnersInput) -> ReadScope<'_> {
+        let by_email = input.email.as_deref().is_some_and(|e| !e.trim().is_empty());
+        ReadScope {
+            fields: if by_email { vec!["email"] } else { Vec::new() },
+            ..ReadScope::default()
+        }
+    }
+
     fn run(input: ListOwnersInput, session: &mut Session<'_>) -> Result<OwnersPage, ToolError> {
         let limit = input.limit.unwrap_or(100);
         if !(1..=500).contains(&limit) {
@@ -101,8 +111,6 @@ impl Tool for ListOwners {
             query.push(("after", after));
         }
         if let Some(email) = input.email.filter(|e| !e.trim().is_empty()) {
-            // An answer or none would say whether a masked e-mail is this one.
-            session.config()?.policy.refuse_masked(["email"])?;
             query.push(("email", email.trim().to_string()));
         }
         let page: Page<Owner> = client::send_for(

@@ -10,6 +10,7 @@ use crate::crma::types::{ObjectType, PropertyName, RecordId};
 use crate::crma::wire::RecordObject;
 use crate::error::ToolError;
 
+use crate::policy::ReadScope;
 use crate::tool::{CrmEffect, Session, Tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -67,21 +68,26 @@ impl Tool for SearchRecords {
     type Input = SearchInput;
     type Output = SearchOutput;
 
-    fn run(input: SearchInput, session: &mut Session<'_>) -> Result<SearchOutput, ToolError> {
-        let policy = &session.config()?.policy;
+    /// Every property filtered, sorted or asked for, free text over the type's searchable
+    /// properties, and the page size.
+    fn reads(input: &SearchInput) -> ReadScope<'_> {
         let named = input
             .filter_groups
             .iter()
             .flat_map(|g| &g.filters)
-            .map(|f| &f.property);
-        let named = named
+            .map(|f| &f.property)
             .chain(input.sorts.iter().map(|s| &s.property))
             .chain(&input.properties);
-        policy.refuse_masked(named.map(PropertyName::as_str))?;
-        if input.query.as_deref().is_some_and(|q| !q.trim().is_empty()) {
-            policy.refuse_masked_free_text(input.object_type.as_str())?;
+        let free_text = input.query.as_deref().is_some_and(|q| !q.trim().is_empty());
+        ReadScope {
+            fields: named.map(PropertyName::as_str).collect(),
+            free_text_in: free_text.then(|| input.object_type.as_str()),
+            records: Some(input.limit.unwrap_or(0).into()),
+            ..ReadScope::default()
         }
-        policy.refuse_over_max(input.limit.unwrap_or(0).into())?;
+    }
+
+    fn run(input: SearchInput, session: &mut Session<'_>) -> Result<SearchOutput, ToolError> {
         if input.to_file {
             // Everything an export cannot take is refused before anything is sent.
             let plan = ExportPlan::new(
@@ -221,9 +227,14 @@ impl Tool for GetRecord {
     type Input = GetRecordInput;
     type Output = RecordOutput;
 
+    fn reads(input: &GetRecordInput) -> ReadScope<'_> {
+        ReadScope {
+            fields: input.properties.iter().map(PropertyName::as_str).collect(),
+            ..ReadScope::default()
+        }
+    }
+
     fn run(input: GetRecordInput, session: &mut Session<'_>) -> Result<RecordOutput, ToolError> {
-        let policy = &session.config()?.policy;
-        policy.refuse_masked(input.properties.iter().map(PropertyName::as_str))?;
         let object = input.object_type.as_str().to_string();
         let id = input.record_id.to_string();
         let properties = input

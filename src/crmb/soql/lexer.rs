@@ -218,7 +218,10 @@ impl<'a> Lexer<'a> {
             '-' | '+' if self.sign_then_number() => self.lex_number_or_date(),
             '\'' => self.lex_string(),
             '=' | '!' | '<' | '>' => self.lex_operator(),
-            _ => Err(SoqlError::at(start, self.unexpected_char_reason(c))),
+            _ => Err(SoqlError::at(
+                start,
+                unexpected_char_reason(self.peek(1), c),
+            )),
         }
     }
 
@@ -269,7 +272,10 @@ impl<'a> Lexer<'a> {
             return Err(SoqlError::at(colon, unknown_date_literal(word)));
         }
         if !is_n_date_literal(word) {
-            return Err(SoqlError::at(colon, self.unexpected_char_reason(':')));
+            return Err(SoqlError::at(
+                colon,
+                unexpected_char_reason(self.peek(1), ':'),
+            ));
         }
         self.bump();
         self.skip_whitespace();
@@ -546,58 +552,5 @@ impl<'a> Lexer<'a> {
             }
             _ => Ok(Kind::Op),
         }
-    }
-
-    /// Explains a character SOQL has no use for, naming the likely intent where there is one.
-    pub(super) fn unexpected_char_reason(&self, c: char) -> String {
-        let next = self.peek(1);
-        let reason = match c {
-            ';' => {
-                "';' is not allowed: send exactly one SELECT statement, with no semicolon \
-                    after it"
-            }
-            '"' => "SOQL strings use single quotes: write 'text' instead of \"text\"",
-            '`' => {
-                "backticks are not SOQL: write field and object names bare, e.g. SELECT Name \
-                    FROM Account"
-            }
-            '{' | '}' => {
-                "braces are not SOQL: FIND {...} is a SOSL search, which this tool does \
-                          not run; write a SELECT ... FROM ... query instead"
-            }
-            '[' | ']' => {
-                "square brackets are Apex syntax: send the bare query, e.g. SELECT Id \
-                          FROM Account"
-            }
-            ':' => {
-                "bind variables (:name) only work inside Apex: write the value itself, e.g. \
-                    'Acme' or 2024-01-31 (a colon is only allowed in date literals such as \
-                    LAST_N_DAYS:30)"
-            }
-            '-' if next == Some('-') => "comments (--) are not allowed in SOQL: remove them",
-            '-' => "'-' is only allowed as the sign of a number, e.g. -5: SOQL has no arithmetic",
-            '/' if matches!(next, Some('*' | '/')) => {
-                "comments (/* */ or //) are not allowed in SOQL: remove them"
-            }
-            '&' | '|' => "'&' and '|' are not SOQL: combine conditions with AND and OR",
-            '?' => "'?' placeholders are not supported: write the value itself",
-            '\\' => "a backslash is only allowed inside a quoted string, e.g. 'Bob\\'s BBQ'",
-            c if c.is_whitespace() => {
-                return format!(
-                    "unexpected whitespace character U+{:04X}: separate words with plain \
-                     spaces, tabs or line breaks",
-                    u32::from(c)
-                );
-            }
-            c => {
-                return format!(
-                    "unexpected character '{}' (U+{:04X}): outside quoted strings SOQL uses only \
-                     names, numbers, dates, commas, dots, parentheses and comparison operators",
-                    c.escape_debug(),
-                    u32::from(c)
-                );
-            }
-        };
-        reason.to_owned()
     }
 }

@@ -5,8 +5,8 @@ mod clauses;
 mod functions;
 mod select;
 
+use super::hints::sql_habit_hint;
 use super::lexer::{Kind, Token};
-use super::words::*;
 use super::*;
 
 // ---------------------------------------------------------------------------------------------

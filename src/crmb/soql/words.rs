@@ -1,6 +1,5 @@
 //! Word classes and hints the lexer and parser share.
 
-use super::lexer::{Kind, Token};
 use super::*;
 
 pub(super) const MALFORMED_DATE: &str = "malformed date or datetime: write dates as YYYY-MM-DD \
@@ -172,26 +171,55 @@ pub(super) fn is_aggregate_function(name: &str) -> bool {
         .any(|f| name.eq_ignore_ascii_case(f))
 }
 
-/// Fixes for words models borrow from SQL, shown instead of a generic "expected ..." message.
-pub(super) fn sql_habit_hint(token: &Token<'_>) -> Option<&'static str> {
-    const JOIN: &str = "SOQL has no JOIN: follow relationships with dot paths (SELECT \
-                        Account.Name FROM Contact) or child subqueries (SELECT Name, (SELECT \
-                        LastName FROM Contacts) FROM Account)";
-    if token.kind != Kind::Ident {
-        return None;
-    }
-    let hint = match token.text.to_ascii_uppercase().as_str() {
-        "JOIN" | "INNER" | "LEFT" | "RIGHT" | "OUTER" | "CROSS" | "ON" => JOIN,
-        "IS" => "SOQL has no IS NULL: write Field = null or Field != null",
-        "BETWEEN" => "SOQL has no BETWEEN: write Field >= low AND Field <= high",
-        "AS" => {
-            "SOQL aliases don't use AS: put the alias right after the field, e.g. COUNT(Id) \
-                 total"
+/// Explains a character SOQL has no use for (`next` is the one after it), naming the likely
+/// intent where there is one.
+pub(super) fn unexpected_char_reason(next: Option<char>, c: char) -> String {
+    let reason = match c {
+        ';' => {
+            "';' is not allowed: send exactly one SELECT statement, with no semicolon \
+                after it"
         }
-        "DISTINCT" => "SOQL has no DISTINCT: use GROUP BY Field, or COUNT_DISTINCT(Field)",
-        "TOP" => "SOQL has no TOP: end the query with LIMIT n",
-        "UNION" => "SOQL has no UNION: run separate queries",
-        _ => return None,
+        '"' => "SOQL strings use single quotes: write 'text' instead of \"text\"",
+        '`' => {
+            "backticks are not SOQL: write field and object names bare, e.g. SELECT Name \
+                FROM Account"
+        }
+        '{' | '}' => {
+            "braces are not SOQL: FIND {...} is a SOSL search, which this tool does \
+                      not run; write a SELECT ... FROM ... query instead"
+        }
+        '[' | ']' => {
+            "square brackets are Apex syntax: send the bare query, e.g. SELECT Id \
+                      FROM Account"
+        }
+        ':' => {
+            "bind variables (:name) only work inside Apex: write the value itself, e.g. \
+                'Acme' or 2024-01-31 (a colon is only allowed in date literals such as \
+                LAST_N_DAYS:30)"
+        }
+        '-' if next == Some('-') => "comments (--) are not allowed in SOQL: remove them",
+        '-' => "'-' is only allowed as the sign of a number, e.g. -5: SOQL has no arithmetic",
+        '/' if matches!(next, Some('*' | '/')) => {
+            "comments (/* */ or //) are not allowed in SOQL: remove them"
+        }
+        '&' | '|' => "'&' and '|' are not SOQL: combine conditions with AND and OR",
+        '?' => "'?' placeholders are not supported: write the value itself",
+        '\\' => "a backslash is only allowed inside a quoted string, e.g. 'Bob\\'s BBQ'",
+        c if c.is_whitespace() => {
+            return format!(
+                "unexpected whitespace character U+{:04X}: separate words with plain \
+                 spaces, tabs or line breaks",
+                u32::from(c)
+            );
+        }
+        c => {
+            return format!(
+                "unexpected character '{}' (U+{:04X}): outside quoted strings SOQL uses only \
+                 names, numbers, dates, commas, dots, parentheses and comparison operators",
+                c.escape_debug(),
+                u32::from(c)
+            );
+        }
     };
-    Some(hint)
+    reason.to_owned()
 }

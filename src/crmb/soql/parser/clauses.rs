@@ -1,6 +1,7 @@
 //! FROM, USING SCOPE, WITH, WHERE and HAVING conditions, GROUP BY, ORDER BY, LIMIT, OFFSET
 //! and FOR.
 
+use super::super::hints::sql_habit_hint;
 use super::super::lexer::{Kind, Token};
 use super::super::words::*;
 use super::super::*;

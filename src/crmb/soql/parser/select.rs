@@ -1,5 +1,6 @@
 //! The SELECT list: fields, child subqueries, TYPEOF, aliases, paths and function calls.
 
+use super::super::hints::sql_habit_hint;
 use super::super::lexer::{Kind, Token};
 use super::super::words::*;
 use super::super::*;

@@ -2,9 +2,9 @@
 //! settings (`CRM_POLICY_*`). The host sets them from its own configuration; nothing a model
 //! sends can change them. Every refusal names the rule, so the user knows whom to ask.
 
-use super::target::{WriteKind, WriteTarget};
-use crate::config::ConfigError;
-use crate::error::{Crm, ToolError};
+use crate::crmb::compound;
+use crate::error::{ConfigError, Crm, ToolError};
+use crate::governance::target::{WriteKind, WriteTarget};
 
 /// The settings, documented in host-test/README.md.
 pub mod keys {
@@ -33,6 +33,23 @@ pub mod keys {
     /// How long a confirmation token stays good, in seconds (the host keeps the tokens; the
     /// component ignores this one).
     pub const CONFIRM_TTL_SECONDS: &str = "CRM_POLICY_CONFIRM_TTL_SECONDS";
+}
+
+/// What a read tool's input names, as the policy judges it ([`WorkspacePolicy::check_read`]):
+/// declared by each tool (its `Tool::reads`) and checked by the registry before the
+/// tool runs.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ReadScope<'a> {
+    /// Fields or properties read, filtered, sorted or looked up by.
+    pub fields: Vec<&'a str>,
+    /// The Salesforce object the fields are of: a compound field and its parts go together.
+    pub salesforce_object: Option<&'a str>,
+    /// A SOQL query: every name in it, compounds by meaning.
+    pub soql: Option<&'a str>,
+    /// HubSpot free text, searched over this object type's default searchable properties.
+    pub free_text_in: Option<&'a str>,
+    /// The most records the call asks for.
+    pub records: Option<u64>,
 }
 
 /// A rule of the policy, named in refusals by its setting.
@@ -214,6 +231,35 @@ impl WorkspacePolicy {
     /// The refusal for a request that names masked data, in words the caller made.
     pub fn masked_refusal(&self, why: String) -> ToolError {
         Rule::Masked.refuse(why)
+    }
+
+    /// Checks what a read names before anything is sent: masked fields (compounds included, by
+    /// meaning), free text over a masked searchable property, and the record cap. The registry
+    /// calls it for every tool with what the tool's `Tool::reads` declares, so no read tool
+    /// calls these checks itself.
+    pub fn check_read(&self, scope: &ReadScope<'_>) -> Result<(), ToolError> {
+        self.refuse_masked(scope.fields.iter().copied())?;
+        if let Some(query) = scope.soql {
+            self.refuse_masked(crate::crmb::soql::identifiers(query))?;
+        }
+        if let Some(object_type) = scope.free_text_in {
+            self.refuse_masked_free_text(object_type)?;
+        }
+        if let Some(records) = scope.records {
+            self.refuse_over_max(records)?;
+        }
+        if let Some(object) = scope.salesforce_object {
+            compound::refuse_fields(object, scope.fields.iter().copied(), &self.masked)
+                .map_err(|why| self.masked_refusal(why))?;
+        }
+        // A query that does not validate is refused by the tool with the SOQL error itself.
+        if let Some(query) = scope.soql
+            && let Ok(valid) = crate::crmb::soql::validate(query)
+        {
+            compound::refuse_in_query(query, valid.object(), &self.masked)
+                .map_err(|why| self.masked_refusal(why))?;
+        }
+        Ok(())
     }
 
     /// Refuses a call asking for more records than one call may carry.

@@ -1,0 +1,154 @@
+//! HubSpot as governance sees it ([`GovernedCrm`]): which record and properties a write
+//! request changes, their current values, a revert's update, and where the provenance marker
+//! goes. The paths are the ones this plugin's HubSpot tools send (and its egress policy lists).
+
+use super::client::{self as crma_client, Call};
+use super::scopes::{self, Operation};
+use super::types::ObjectType;
+use crate::config::Config;
+use crate::error::{Crm, ToolError};
+use crate::governance::crm::{CurrentValues, GovernedCrm, path_and_body, text, unrecognised};
+use crate::governance::target::{WriteKind, WriteTarget};
+use crate::http::{Method, Request, WriteMethod};
+use crate::proxy;
+use crate::tool::Session;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+/// HubSpot, governed.
+pub(crate) struct Hubspot;
+
+/// HubSpot's record answer, `GET /crm/v3/objects/{type}/{id}` ("Retrieve records" on
+/// <https://developers.hubspot.com/docs/api/crm/objects>): only `properties` is read.
+#[derive(Debug, Deserialize)]
+struct HubspotRecord {
+    properties: Map<String, Value>,
+}
+
+/// HubSpot's property holding the user who last changed a record.
+const HUBSPOT_UPDATED_BY: &str = "hs_updated_by_user_id";
+
+impl GovernedCrm for Hubspot {
+    fn crm(&self) -> Crm {
+        Crm::Hubspot
+    }
+
+    fn target(&self, request: &Request, config: &Config) -> Result<WriteTarget, ToolError> {
+        let root = proxy::crm_a(config, &[], &[])?;
+        let (rest, body) = path_and_body(request, &root);
+        let fields_at = |v: &Value| v.as_object().cloned().unwrap_or_default();
+        let (kind, object, fields) = match (request.method(), rest.as_slice()) {
+            (Method::Post, ["crm", "v3", "objects", "companies", "merge"]) => {
+                let (Some(primary), Some(merged)) = (
+                    text(&body["primaryObjectId"]),
+                    text(&body["objectIdToMerge"]),
+                ) else {
+                    return Err(unrecognised(request));
+                };
+                let kind = WriteKind::Merge {
+                    record_id: primary,
+                    merged_id: merged,
+                };
+                (kind, "companies", Map::new())
+            }
+            (Method::Post, ["crm", "v3", "objects", object]) => {
+                (WriteKind::Create, *object, fields_at(&body["properties"]))
+            }
+            (Method::Patch, ["crm", "v3", "objects", object, id]) => (
+                WriteKind::Update {
+                    record_id: id.to_string(),
+                },
+                *object,
+                fields_at(&body["properties"]),
+            ),
+            (
+                Method::Put,
+                [
+                    "crm",
+                    "v4",
+                    "objects",
+                    from,
+                    id,
+                    "associations",
+                    "default",
+                    to,
+                    to_id,
+                ],
+            ) => (
+                WriteKind::Associate {
+                    record_id: id.to_string(),
+                    to_object: to.to_string(),
+                    to_record_id: to_id.to_string(),
+                },
+                *from,
+                Map::new(),
+            ),
+            _ => return Err(unrecognised(request)),
+        };
+        Ok(WriteTarget {
+            crm: Crm::Hubspot,
+            kind,
+            object: object.to_string(),
+            fields,
+        })
+    }
+
+    fn current(
+        &self,
+        session: &mut Session<'_>,
+        object: &str,
+        record_id: &str,
+        fields: &[&str],
+    ) -> Result<CurrentValues, ToolError> {
+        let object_type = ObjectType::parse(object).map_err(ToolError::invalid)?;
+        let mut asked: Vec<&str> = fields.to_vec();
+        asked.push(HUBSPOT_UPDATED_BY);
+        let call = Call::get(
+            Operation::Read(object_type),
+            vec!["crm", "v3", "objects", object, record_id],
+            format!("{object} record {record_id}"),
+        )
+        .with_query(vec![("properties", asked.join(","))]);
+        let record: HubspotRecord = crma_client::send_for(session, call)?;
+        Ok(CurrentValues::pick(
+            &record.properties,
+            fields,
+            HUBSPOT_UPDATED_BY,
+        ))
+    }
+
+    fn check_update_scope(&self, session: &Session<'_>, object: &str) -> Result<(), ToolError> {
+        let object_type = ObjectType::parse(object).map_err(ToolError::invalid)?;
+        scopes::check(&session.ctx.granted_scopes, &Operation::Write(object_type))
+    }
+
+    fn update(
+        &self,
+        session: &mut Session<'_>,
+        object: &str,
+        record_id: &str,
+        values: &Map<String, Value>,
+    ) -> Result<(), ToolError> {
+        let object_type = ObjectType::parse(object).map_err(ToolError::invalid)?;
+        // HubSpot clears a property set to empty text.
+        let properties: Map<String, Value> = values
+            .iter()
+            .map(|(k, v)| (k.clone(), if v.is_null() { json!("") } else { v.clone() }))
+            .collect();
+        let call = Call::get(
+            Operation::Write(object_type),
+            vec!["crm", "v3", "objects", object, record_id],
+            format!("{object} record {record_id}"),
+        )
+        .writing(WriteMethod::Patch, Some(json!({"properties": properties})));
+        crma_client::send(session, call).map(drop)
+    }
+
+    fn default_marker(&self) -> Value {
+        Value::String("true".into())
+    }
+
+    fn created_fields<'b>(&self, body: &'b mut Value) -> &'b mut Value {
+        &mut body["properties"]
+    }
+}
