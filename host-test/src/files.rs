@@ -6,7 +6,7 @@
 
 use crate::bindings::crm::plugin::result_files::{self, FileError};
 use crate::governance::HostPolicy;
-use crate::result_file::ResultFile;
+use crate::result_file::{AppendError, ResultFile};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -130,7 +130,10 @@ impl result_files::HostResultFile for FilesView<'_> {
             .table
             .get_mut(&file)
             .map_err(|e| FileError::Io(e.to_string()))?;
-        file.append(&bytes, max)
+        file.append(&bytes, max).map_err(|e| match e {
+            AppendError::TooLarge(limit) => FileError::TooLarge(limit),
+            AppendError::Io(m) => FileError::Io(m),
+        })
     }
 
     fn drop(&mut self, file: Resource<ResultFile>) -> wasmtime::Result<()> {

@@ -1,11 +1,20 @@
 //! A result file being written: the component's `result-file` resource. Size-capped, and
 //! masked line by line when the tenant masks fields, so a masked value never reaches the disk.
 
-use crate::bindings::crm::plugin::result_files::FileError;
 use crate::governance::HostPolicy;
 use std::fs::File;
 use std::io::Write;
 use std::sync::Arc;
+
+/// Why a write to a result file failed (the `result-files` capability names it to the
+/// component as its WIT `file-error`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum AppendError {
+    /// The file would pass the host's size limit, in bytes.
+    TooLarge(u64),
+    /// The file system failed.
+    Io(String),
+}
 
 /// A result file being written, as the component's `result-file` resource.
 pub struct ResultFile {
@@ -28,16 +37,16 @@ impl ResultFile {
     }
 
     /// Writes `bytes` (masked by whole lines when the policy masks), refusing to pass `max`.
-    pub(crate) fn append(&mut self, bytes: &[u8], max: u64) -> Result<(), FileError> {
+    pub(crate) fn append(&mut self, bytes: &[u8], max: u64) -> Result<(), AppendError> {
         if self.written + bytes.len() as u64 > max {
-            return Err(FileError::TooLarge(max));
+            return Err(AppendError::TooLarge(max));
         }
         self.written += bytes.len() as u64;
         let Some(policy) = self.mask.clone() else {
             return self
                 .file
                 .write_all(bytes)
-                .map_err(|e| FileError::Io(e.to_string()));
+                .map_err(|e| AppendError::Io(e.to_string()));
         };
         self.partial.extend_from_slice(bytes);
         let Some(end) = self.partial.iter().rposition(|b| *b == b'\n') else {
@@ -51,7 +60,7 @@ impl ResultFile {
         }
         self.file
             .write_all(&masked)
-            .map_err(|e| FileError::Io(e.to_string()))
+            .map_err(|e| AppendError::Io(e.to_string()))
     }
 
     /// Writes what is left: a last line without its newline is masked like the others.

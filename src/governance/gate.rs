@@ -337,6 +337,7 @@ impl Stopped {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::governance::crm::CrmDirectory;
     use serde_json::json;
 
     fn update(fields: &[(&str, Value)]) -> WriteTarget {
@@ -379,7 +380,7 @@ mod tests {
         );
         mark(
             &mut request,
-            &crate::crma::governed::Hubspot,
+            crate::registry::Crms::governed(Crm::Hubspot),
             "made_by_assistant",
             json!("true"),
         );
