@@ -200,6 +200,24 @@ impl Journal for MemoryJournal {
         Ok(())
     }
 
+    fn resolve(
+        &mut self,
+        id: &str,
+        status: ChangeStatus,
+        record_id: Option<&str>,
+    ) -> Result<(), JournalError> {
+        let change = self
+            .changes
+            .iter_mut()
+            .find(|c| c.id == id && c.status == ChangeStatus::Unknown)
+            .ok_or_else(|| JournalError("no change with an unknown outcome".into()))?;
+        change.status = status;
+        if let Some(id) = record_id {
+            change.entry.record_id = Some(id.into());
+        }
+        Ok(())
+    }
+
     fn list(&mut self, filter: &ChangeFilter, limit: u32) -> Result<Vec<Change>, JournalError> {
         Ok(self
             .changes

@@ -146,6 +146,14 @@ pub trait Journal {
         status: ChangeStatus,
         record_id: Option<&str>,
     ) -> Result<(), JournalError>;
+    /// Settles a change of this tenant whose outcome was unknown: `Applied` with the record
+    /// the write made, or `Failed` when it provably never happened.
+    fn resolve(
+        &mut self,
+        id: &str,
+        status: ChangeStatus,
+        record_id: Option<&str>,
+    ) -> Result<(), JournalError>;
     /// The most recent changes matching `filter`, newest first.
     fn list(&mut self, filter: &ChangeFilter, limit: u32) -> Result<Vec<Change>, JournalError>;
     /// One change by id.

@@ -25,6 +25,7 @@ pub mod registry;
 pub(crate) mod result_file;
 pub mod retry;
 pub(crate) mod schema;
+pub mod time;
 pub mod tool;
 
 #[cfg(test)]

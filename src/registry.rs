@@ -46,6 +46,7 @@ pub(crate) fn entries() -> impl Iterator<Item = &'static Entry> {
 const GOVERNANCE: &[Entry] = &[
     crate::tool::entry::<governance::ListChanges>(),
     crate::tool::entry::<governance::RevertChange<Crms>>(),
+    crate::tool::entry::<governance::ResolveChange<Crms>>(),
 ];
 
 /// The specs of every tool, for `list-tools`.

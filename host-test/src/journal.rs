@@ -92,6 +92,17 @@ impl wit::Host for JournalView<'_> {
             .settle_change(&self.identity, &id, status(outcome), record_id.as_deref())?)
     }
 
+    fn resolve_change(
+        &mut self,
+        id: String,
+        outcome: wit::ChangeStatus,
+        record_id: Option<String>,
+    ) -> Result<(), wit::StoreError> {
+        Ok(self
+            .db
+            .resolve_change(&id, status(outcome), record_id.as_deref())?)
+    }
+
     fn list_changes(
         &mut self,
         filter: wit::ChangeFilter,

@@ -93,6 +93,16 @@ impl Journal for HostJournal {
             .map_err(|e| JournalError(super::store::from_wit_error(e).0))
     }
 
+    fn resolve(
+        &mut self,
+        id: &str,
+        status: ChangeStatus,
+        record_id: Option<&str>,
+    ) -> Result<(), JournalError> {
+        wit::resolve_change(id, to_status(status), record_id)
+            .map_err(|e| JournalError(super::store::from_wit_error(e).0))
+    }
+
     fn list(&mut self, filter: &ChangeFilter, limit: u32) -> Result<Vec<Change>, JournalError> {
         let filter = wit::ChangeFilter {
             user_id: filter.user_id.clone(),

@@ -77,16 +77,7 @@ impl Timestamp {
 
     /// Epoch milliseconds as an ISO 8601 UTC instant.
     fn from_unix_millis(millis: u64) -> Self {
-        let secs = millis / 1000;
-        let (days, rest) = (secs / 86_400, secs % 86_400);
-        let (year, month, day) = civil_from_days(days as i64);
-        Timestamp(format!(
-            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-            rest / 3600,
-            rest % 3600 / 60,
-            rest % 60,
-            millis % 1000
-        ))
+        Timestamp(crate::time::iso_utc(millis))
     }
 
     fn as_str(&self) -> &str {
@@ -167,21 +158,6 @@ fn is_iso_8601(text: &str) -> bool {
         [b'+' | b'-', h1, h2, b':', m1, m2] => [h1, h2, m1, m2].iter().all(|c| c.is_ascii_digit()),
         _ => false,
     }
-}
-
-/// Days since 1970-01-01 → (year, month, day), proleptic Gregorian (Howard Hinnant's
-/// `civil_from_days`).
-fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day)
 }
 
 /// Input of `crma_log_activity`.

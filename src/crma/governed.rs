@@ -7,7 +7,9 @@ use super::scopes::{self, Operation};
 use super::types::ObjectType;
 use crate::config::Config;
 use crate::error::{Crm, ToolError};
-use crate::governance::crm::{CurrentValues, GovernedCrm, path_and_body, text, unrecognised};
+use crate::governance::crm::{
+    Candidate, CurrentValues, GovernedCrm, LOOKUP_LIMIT, path_and_body, text, unrecognised,
+};
 use crate::governance::target::{WriteKind, WriteTarget};
 use crate::http::{Method, Request, WriteMethod};
 use crate::proxy;
@@ -22,6 +24,19 @@ pub(crate) struct Hubspot;
 /// <https://developers.hubspot.com/docs/api/crm/objects>): only `properties` is read.
 #[derive(Debug, Deserialize)]
 struct HubspotRecord {
+    properties: Map<String, Value>,
+}
+
+/// A search answer page ("Search", <https://developers.hubspot.com/docs/api/crm/search>):
+/// only each result's id and properties are read.
+#[derive(Debug, Deserialize)]
+struct SearchPage {
+    results: Vec<SearchResult>,
+}
+
+#[derive(Debug, Deserialize)]
+struct SearchResult {
+    id: String,
     properties: Map<String, Value>,
 }
 
@@ -142,6 +157,60 @@ impl GovernedCrm for Hubspot {
         )
         .writing(WriteMethod::Patch, Some(json!({"properties": properties})));
         crma_client::send(session, call).map(drop)
+    }
+
+    fn created_since(
+        &self,
+        session: &mut Session<'_>,
+        object: &str,
+        created: &Map<String, Value>,
+        since_ms: u64,
+    ) -> Result<Vec<Candidate>, ToolError> {
+        let object_type = ObjectType::parse(object).map_err(ToolError::invalid)?;
+        // HubSpot takes datetime filters as epoch milliseconds ("Search", CRM API guide).
+        let mut filters = vec![json!({
+            "propertyName": "createdate", "operator": "GTE", "value": since_ms.to_string()
+        })];
+        let mut narrow_by = |property: &str| {
+            if let Some(value) = created.get(property).and_then(text) {
+                filters.push(json!({"propertyName": property, "operator": "EQ", "value": value}));
+            }
+        };
+        // A contact is one per e-mail; the provenance marker sets apart what the assistant made.
+        if object == "contacts" {
+            narrow_by("email");
+        }
+        if let Some(marker) = session.config()?.policy.marker(Crm::Hubspot) {
+            narrow_by(&marker.field);
+        }
+        let properties: Vec<&String> = created.keys().collect();
+        let body = json!({
+            "filterGroups": [{"filters": filters}],
+            "sorts": [{"propertyName": "createdate", "direction": "DESCENDING"}],
+            "properties": properties,
+            "limit": LOOKUP_LIMIT,
+        });
+        let call = Call::get(
+            Operation::Read(object_type),
+            vec!["crm", "v3", "objects", object, "search"],
+            format!("{object} created since the write"),
+        )
+        .searching(body);
+        let answer: SearchPage = crma_client::send_for(session, call)?;
+        Ok(answer
+            .results
+            .into_iter()
+            .map(|r| Candidate {
+                id: r.id,
+                values: r.properties,
+            })
+            .collect())
+    }
+
+    fn lookup_lag_ms(&self) -> u64 {
+        // HubSpot documents that a new record reaches search after a short delay; a minute
+        // leaves room to spare.
+        60_000
     }
 
     fn default_marker(&self) -> Value {

@@ -3,9 +3,12 @@
 //! paths are the ones this plugin's Salesforce tools send (and its egress policy lists).
 
 use super::client as crmb_client;
+use super::ids::ApiName;
 use crate::config::Config;
 use crate::error::{Crm, CrmProblem, ToolError};
-use crate::governance::crm::{CurrentValues, GovernedCrm, path_and_body, unrecognised};
+use crate::governance::crm::{
+    Candidate, CurrentValues, GovernedCrm, LOOKUP_LIMIT, path_and_body, unrecognised,
+};
 use crate::governance::target::{WriteKind, WriteTarget};
 use crate::http::{Method, Request, WriteMethod};
 use crate::proxy;
@@ -14,6 +17,12 @@ use serde_json::{Map, Value};
 
 /// Salesforce, governed.
 pub(crate) struct Salesforce;
+
+/// A query answer ("Query", REST API Developer Guide): only the records are read.
+#[derive(Debug, serde::Deserialize)]
+struct QueryPage {
+    records: Vec<Map<String, Value>>,
+}
 
 /// Salesforce's field holding the user who last changed a record.
 const SALESFORCE_UPDATED_BY: &str = "LastModifiedById";
@@ -92,6 +101,58 @@ impl GovernedCrm for Salesforce {
             Some(&Value::Object(values.clone())),
         );
         crmb_client::send(session, &request, &format!("{object} record {record_id}")).map(drop)
+    }
+
+    fn created_since(
+        &self,
+        session: &mut Session<'_>,
+        object: &str,
+        created: &Map<String, Value>,
+        since_ms: u64,
+    ) -> Result<Vec<Candidate>, ToolError> {
+        let object = ApiName::parse(object).map_err(ToolError::invalid)?;
+        let mut fields = vec!["Id".to_string()];
+        for name in created.keys() {
+            let name = ApiName::parse(name).map_err(ToolError::invalid)?;
+            if !name.as_str().eq_ignore_ascii_case("Id") {
+                fields.push(name.as_str().to_string());
+            }
+        }
+        // Whole seconds: SOQL's datetime literal (Date Formats and Date Literals).
+        let since = crate::time::iso_utc(since_ms / 1000 * 1000).replace(".000Z", "Z");
+        let soql = format!(
+            "SELECT {} FROM {} WHERE CreatedDate >= {since} ORDER BY CreatedDate DESC LIMIT {}",
+            fields.join(", "),
+            object.as_str(),
+            LOOKUP_LIMIT
+        );
+        let url = proxy::crm_b(session.config()?, &["query"], &[("q", &soql)])?;
+        let subject = format!("{} records created since the write", object.as_str());
+        let response = crmb_client::send(session, &Request::read(Crm::Salesforce, url), &subject)?;
+        let page: QueryPage = serde_json::from_slice(&response.body).map_err(|e| {
+            CrmProblem::unexpected_answer(
+                Crm::Salesforce,
+                response.status,
+                format!("the answer about {subject} was not a query result: {e}"),
+            )
+        })?;
+        Ok(page
+            .records
+            .into_iter()
+            .filter_map(|mut record| {
+                let id = match record.remove("Id") {
+                    Some(Value::String(id)) => id,
+                    _ => return None,
+                };
+                record.remove("attributes");
+                Some(Candidate { id, values: record })
+            })
+            .collect())
+    }
+
+    fn lookup_lag_ms(&self) -> u64 {
+        // A SOQL query sees every committed record at once.
+        0
     }
 
     fn default_marker(&self) -> Value {

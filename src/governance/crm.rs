@@ -42,12 +42,40 @@ pub trait GovernedCrm: Sync {
         values: &Map<String, Value>,
     ) -> Result<(), ToolError>;
 
+    /// Records of `object` created since `since_ms` (milliseconds since the epoch), newest
+    /// first, each with its values of `fields`: the candidates for a create whose outcome was
+    /// unknown. `created` are the values that create sent, which a CRM may use to narrow the
+    /// lookup (HubSpot: the contact's e-mail, the provenance marker).
+    fn created_since(
+        &self,
+        session: &mut Session<'_>,
+        object: &str,
+        created: &Map<String, Value>,
+        since_ms: u64,
+    ) -> Result<Vec<Candidate>, ToolError>;
+
+    /// How long after a create the CRM's lookup may still miss it (HubSpot's search index
+    /// lags; Salesforce's queries do not), in milliseconds.
+    fn lookup_lag_ms(&self) -> u64;
+
     /// The provenance marker's value when the policy gives none.
     fn default_marker(&self) -> Value;
 
     /// The object of a create's body that holds its field values (HubSpot's `properties`).
     fn created_fields<'b>(&self, body: &'b mut Value) -> &'b mut Value;
 }
+
+/// A record a lookup found: its id and its values of the fields asked for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Candidate {
+    /// The record's id.
+    pub id: String,
+    /// Its values of the fields looked for.
+    pub values: Map<String, Value>,
+}
+
+/// Most candidates one lookup reads.
+pub const LOOKUP_LIMIT: usize = 100;
 
 /// The CRMs a build governs: the registry picks the implementation for each.
 pub trait CrmDirectory: 'static {

@@ -30,7 +30,7 @@ pub(super) fn moved(
 
 /// Whether two field values are the same value as the CRM stores it: HubSpot keeps every
 /// value as text, so `10` and `"10"` are one value, and an empty text is no value.
-pub(super) fn same_value(a: &Value, b: &Value) -> bool {
+pub(crate) fn same_value(a: &Value, b: &Value) -> bool {
     fn text(v: &Value) -> Option<String> {
         match v {
             Value::Null => None,

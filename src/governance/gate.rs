@@ -7,7 +7,7 @@ use super::current;
 use super::target::{WriteKind, WriteTarget};
 use crate::error::{Crm, ToolError};
 use crate::http::Request;
-use crate::journal::{ChangeEntry, ChangeStatus, Confirmation};
+use crate::journal::{ChangeEntry, ChangeFilter, ChangeKind, ChangeStatus, Confirmation};
 use crate::policy::WorkspacePolicy;
 use crate::retry::{Answer, HintReader};
 use crate::tool::{Session, WriteGuard};
@@ -108,6 +108,9 @@ impl WriteGuard for WriteGate {
             target.fields.insert(marker.field.clone(), value.clone());
             mark(&mut request, governed, &marker.field, value);
         }
+        if target.kind == WriteKind::Create {
+            refuse_while_unknown(session, &target)?;
+        }
         let current = match &target.kind {
             WriteKind::Update { record_id } => {
                 let fields: Vec<&str> = target.fields.keys().map(String::as_str).collect();
@@ -179,8 +182,54 @@ impl WriteGuard for WriteGate {
         // The write happened or not whatever the journal says now; a failed settle leaves the
         // entry `pending`, which reads as "check the record".
         let _ = session.journal()?.settle(&id, status, created.as_deref());
+        let sent = match sent {
+            // A create may have been made: the way on is to resolve it, never to create again.
+            Err(ToolError::OutcomeUnknown(why)) if target.kind == WriteKind::Create => {
+                Err(ToolError::OutcomeUnknown(format!(
+                    "{why}. Its change_id is {id}: call crm_resolve_change with it to find out \
+                     whether the record was made before creating it again"
+                )))
+            }
+            other => other,
+        };
         self.change_id = Some(id);
         sent
+    }
+}
+
+/// Refuses a create while an earlier create of the same values has an unknown outcome: it may
+/// have been made, and a second would be a duplicate.
+fn refuse_while_unknown(session: &mut Session<'_>, target: &WriteTarget) -> Result<(), ToolError> {
+    let filter = ChangeFilter {
+        object: Some(target.object.clone()),
+        ..ChangeFilter::default()
+    };
+    let earlier = session
+        .journal()?
+        .list(&filter, 100)
+        .map_err(|e| ToolError::Unavailable(format!("{e}; nothing was sent. Try again shortly")))?;
+    let same = |sent: &Map<String, Value>| {
+        sent.len() == target.fields.len()
+            && sent.iter().all(|(field, value)| {
+                target
+                    .fields
+                    .get(field)
+                    .is_some_and(|now| current::same_value(value, now))
+            })
+    };
+    match earlier.iter().find(|c| {
+        c.status == ChangeStatus::Unknown
+            && c.entry.kind == ChangeKind::Create
+            && c.entry.crm == target.crm
+            && same(&c.entry.new_values)
+    }) {
+        Some(change) => Err(ToolError::invalid(format!(
+            "an earlier create of this same {} record (change {}) has an unknown outcome: it may \
+             have been made. Call crm_resolve_change with change_id \"{}\" first; nothing was \
+             sent",
+            target.object, change.id, change.id
+        ))),
+        None => Ok(()),
     }
 }
 

@@ -11,6 +11,7 @@
 pub mod crm;
 mod current;
 mod gate;
+mod resolve;
 pub mod target;
 #[cfg(test)]
 mod tests;
@@ -22,6 +23,7 @@ pub use crate::journal::{
 };
 pub use crate::policy::{Marker, Rule, WorkspacePolicy};
 pub use gate::{Mode, Preview, PreviewOutput, PreviewRequest, WriteGate};
+pub(crate) use resolve::ResolveChange;
 pub use target::{WriteKind, WriteTarget};
 pub(crate) use tools::{ListChanges, RevertChange};
 

@@ -453,7 +453,8 @@ impl HubSpotData {
         }
         let id = self.next_id;
         self.next_id += 1;
-        let now = "2026-11-21T09:30:00Z";
+        let now = crm_plugin::time::iso_utc(crate::now_millis());
+        let now = now.as_str();
         let mut props = properties.clone();
         props.insert("hs_object_id".into(), id.to_string().into());
         props.insert("createdate".into(), now.into());

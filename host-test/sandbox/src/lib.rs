@@ -217,6 +217,13 @@ impl Backend for SandboxCrm {
     }
 }
 
+/// Milliseconds since the Unix epoch: when a record the sandbox creates is created.
+pub(crate) fn now_millis() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
 /// The sandbox as the command line's built-in CRM (the `crm-sandbox` binary).
 impl crm_host::cli::BuiltInCrm for SandboxCrm {
     fn backend(&self) -> Arc<dyn Backend> {

@@ -289,6 +289,39 @@ impl TenantDb {
         }
     }
 
+    /// Settles a change of this tenant whose outcome was unknown, from a later call: `applied`
+    /// with the record it made, or `failed`; any other change (pending, settled) is refused.
+    pub fn resolve_change(
+        &self,
+        id: &str,
+        status: Status,
+        record_id: Option<&str>,
+    ) -> Result<(), StoreError> {
+        if let Some(id) = record_id {
+            super::check_key("record id", id)?;
+        }
+        if !matches!(status, Status::Applied | Status::Failed) {
+            return Err(StoreError::Invalid(
+                "a change with an unknown outcome resolves to applied or failed".into(),
+            ));
+        }
+        let changed = self
+            .conn()
+            .execute(
+                "UPDATE changes SET status = ?1, record_id = COALESCE(record_id, ?2)
+                 WHERE tenant = ?3 AND id = ?4 AND status = 'unknown'",
+                params![status.name(), record_id, &*self.tenant, id],
+            )
+            .map_err(StoreError::from)?;
+        if changed == 1 {
+            Ok(())
+        } else {
+            Err(StoreError::NotFound(format!(
+                "no change {id:?} with an unknown outcome in this workspace"
+            )))
+        }
+    }
+
     /// Up to `limit` of this tenant's changes, newest first, matching every filter given.
     pub fn list_changes(
         &self,

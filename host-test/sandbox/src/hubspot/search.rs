@@ -189,6 +189,13 @@ fn compare(a: &Value, b: &Value) -> std::cmp::Ordering {
         other => other.to_string(),
     };
     let (a, b) = (text(a), text(b));
+    // A datetime filter's value is epoch milliseconds; stored datetimes read as ISO 8601.
+    let millis = |s: &str| crm_plugin::time::parse_iso_utc(s).map(|ms| ms.to_string());
+    let (a, b) = match (millis(&a), millis(&b)) {
+        (Some(a), None) if b.bytes().all(|c| c.is_ascii_digit()) => (a, b),
+        (None, Some(b)) if a.bytes().all(|c| c.is_ascii_digit()) => (a, b),
+        _ => (a, b),
+    };
     match (a.parse::<f64>(), b.parse::<f64>()) {
         (Ok(x), Ok(y)) => x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal),
         _ => a.to_lowercase().cmp(&b.to_lowercase()),

@@ -254,8 +254,10 @@ async fn the_real_component_needs_nothing_its_policy_refuses() {
     request.instance_url = Some(SandboxCrm::instance_url("acme"));
     let calls = sandbox_tour();
     for tool in &tools {
+        // crm_resolve_change only reaches the CRM for a create whose outcome is unknown;
+        // resolve.rs makes those, under the same policy, and checks nothing was refused.
         assert!(
-            calls.iter().any(|(t, _)| *t == tool.name),
+            tool.name == "crm_resolve_change" || calls.iter().any(|(t, _)| *t == tool.name),
             "the tour covers {}",
             tool.name
         );

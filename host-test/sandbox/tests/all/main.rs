@@ -13,6 +13,7 @@ mod http_server;
 mod masking;
 mod mcp;
 mod network;
+mod resolve;
 mod security;
 mod startup;
 mod sync;
