@@ -89,6 +89,8 @@ pub fn call_tool(name: &str, input: &str, session: &mut Session<'_>) -> Result<S
 
 #[cfg(test)]
 mod egress_agreement;
+#[cfg(test)]
+mod governed_targets;
 
 #[cfg(test)]
 mod tests {
