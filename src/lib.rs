@@ -25,6 +25,7 @@ pub mod registry;
 pub(crate) mod result_file;
 pub mod retry;
 pub(crate) mod schema;
+mod status;
 pub mod time;
 pub mod tool;
 

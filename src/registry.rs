@@ -47,6 +47,7 @@ const GOVERNANCE: &[Entry] = &[
     crate::tool::entry::<governance::ListChanges>(),
     crate::tool::entry::<governance::RevertChange<Crms>>(),
     crate::tool::entry::<governance::ResolveChange<Crms>>(),
+    crate::tool::entry::<crate::status::ConnectionStatus>(),
 ];
 
 /// The specs of every tool, for `list-tools`.

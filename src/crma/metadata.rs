@@ -2,7 +2,7 @@
 //! and record links built from the account's portal id and UI domain. Each tool sits beside the
 //! wire structs of the answers it reads and the output type it answers with.
 
-mod account;
+pub(crate) mod account;
 mod pipelines;
 mod property_definitions;
 

@@ -30,6 +30,26 @@ pub(crate) enum Operation {
 /// The generic endpoints (custom objects, v4 associations, pipelines, properties) list a union
 /// over every object type, `oauth` included for some; there the list is the part of HubSpot's
 /// that concerns the object type at hand, so a scope is still always one HubSpot names.
+/// The CRM A scopes the spec lists as required ("CRM A scopes"); `timeline` is optional.
+pub(crate) const REQUIRED: &[&str] = &[
+    "crm.objects.companies.read",
+    "crm.objects.companies.write",
+    "crm.objects.contacts.read",
+    "crm.objects.contacts.write",
+    "crm.objects.deals.read",
+    "crm.objects.deals.write",
+    "crm.objects.owners.read",
+    "crm.objects.users.read",
+    "crm.schemas.custom.read",
+    "oauth",
+    "sales-email-read",
+    "settings.users.read",
+    "settings.users.teams.read",
+];
+
+/// The spec's optional CRM A scopes.
+pub(crate) const OPTIONAL: &[&str] = &["timeline"];
+
 pub(crate) fn allowing(operation: &Operation) -> Vec<String> {
     let owned = |list: &[&str]| list.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     match operation {

@@ -43,6 +43,27 @@ pub fn retry_hint(response: &Response) -> Option<RetryHint> {
     response.retry_after().map(RetryHint::After)
 }
 
+/// The REST API versions the org serves, oldest first (`GET /services/data/`), or the tool
+/// error that stopped the answer.
+pub(crate) fn served_versions(session: &mut Session<'_>) -> Result<Vec<ApiVersion>, ToolError> {
+    let config = session.config()?;
+    let request = Request::read(Crm::Salesforce, proxy::crm_b_versions(config));
+    let response = send(session, &request, "the org's API versions")?;
+    let served: Vec<ServedVersion> = serde_json::from_slice(&response.body).map_err(|e| {
+        CrmProblem::unexpected_answer(
+            Crm::Salesforce,
+            response.status,
+            format!("the org's API versions were not a list: {e}"),
+        )
+    })?;
+    let mut served: Vec<ApiVersion> = served
+        .iter()
+        .filter_map(|v| ApiVersion::parse(&v.version))
+        .collect();
+    served.sort();
+    Ok(served)
+}
+
 /// Asks the org once which versions it serves; a problem when the configured one is not
 /// among them, `None` when it is or the list cannot be had.
 fn unserved_version(session: &mut Session<'_>) -> Option<CrmProblem> {

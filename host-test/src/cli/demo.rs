@@ -1,4 +1,4 @@
-//! `crm-host demo`: a short tour against the sandbox, what a newcomer should see the plugin do.
+//! `crm-sandbox demo`: a short tour against the sandbox, what a newcomer should see the plugin do.
 
 use super::report;
 use crate::{CallRequest, Host};
@@ -97,7 +97,7 @@ pub(crate) async fn demo(
         ),
     ];
     for (title, tool, input) in steps {
-        println!("\n## {title}\n$ crm-host call {tool} '{input}'");
+        println!("\n## {title}\n$ crm-sandbox call {tool} '{input}'");
         report(host.call(request(tool, input)).await);
     }
     governed(host, request).await;
@@ -106,7 +106,7 @@ pub(crate) async fn demo(
     let input = r#"{"object_type":"deals","properties":{"dealname":"Expansion"}}"#;
     println!(
         "\n## HubSpot: with only {read_only} granted, a create is refused before anything is sent\n\
-         $ crm-host --scopes {read_only} call {tool} '{input}'"
+         $ crm-sandbox --scopes {read_only} call {tool} '{input}'"
     );
     let mut limited = request(tool, input);
     limited.granted_scopes = vec![read_only.into()];
@@ -118,7 +118,7 @@ pub(crate) async fn demo(
 /// A governed write: preview, apply with the preview's token, the journal, and a revert.
 async fn governed(host: &Host, request: &dyn Fn(&str, &str) -> CallRequest) {
     let step = async |title: &str, tool: &str, input: String| {
-        println!("\n## {title}\n$ crm-host call {tool} '{input}'");
+        println!("\n## {title}\n$ crm-sandbox call {tool} '{input}'");
         let out = host.call(request(tool, &input)).await;
         let value = out
             .as_ref()

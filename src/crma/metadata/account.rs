@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 /// with only some of them.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct AccountDetails {
+pub(crate) struct AccountDetails {
     portal_id: u64,
     ui_domain: String,
     account_type: Option<String>,
@@ -33,7 +33,7 @@ struct AccountDetails {
 }
 
 /// Reads the account's details.
-fn account_details(session: &mut Session<'_>) -> Result<AccountDetails, ToolError> {
+pub(crate) fn account_details(session: &mut Session<'_>) -> Result<AccountDetails, ToolError> {
     let answer = client::send(
         session,
         Call::get(

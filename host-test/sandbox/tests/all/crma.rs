@@ -113,8 +113,8 @@ async fn all_sixteen_crma_tools_are_listed() {
     assert_eq!(names.iter().filter(|n| n.starts_with("crma_")).count(), 16);
     assert_eq!(
         names.len(),
-        25,
-        "16 CRM A tools, 6 CRM B tools and the change journal's three"
+        26,
+        "16 CRM A tools, 6 CRM B tools, the change journal's three and the connection check"
     );
     for read_only in [
         "crma_search_records",

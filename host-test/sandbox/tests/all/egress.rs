@@ -366,6 +366,7 @@ fn sandbox_tour() -> Vec<(&'static str, Value)> {
         ("crma_list_roles", json!({})),
         ("crma_sync_users", json!({})),
         ("crm_list_changes", json!({"object": "Opportunity"})),
+        ("crm_connection_status", json!({})),
         // Reverts the crmb_update_record above (its change id is filled in).
         ("crm_revert_change", json!({"change_id": null})),
     ]

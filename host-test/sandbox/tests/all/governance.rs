@@ -558,7 +558,7 @@ async fn every_write_tool_previews_and_writes_nothing() {
 }
 
 /// The README's main command shows a governed write end to end: preview, apply with the token,
-/// the journal, and the revert, in a `crm-host demo` process of its own.
+/// the journal, and the revert, in a `crm-sandbox demo` process of its own.
 #[test]
 fn the_demo_previews_applies_lists_and_reverts_a_change() {
     let dir = temp_dir("demo-governed");

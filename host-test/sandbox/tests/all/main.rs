@@ -16,4 +16,5 @@ mod network;
 mod resolve;
 mod security;
 mod startup;
+mod status;
 mod sync;
