@@ -25,14 +25,7 @@ fn main() {
     ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
-    println!("cargo:rerun-if-env-changed=CRM_PLUGIN_TARGET_DIR");
-
-    let target_dir = std::env::var_os("CRM_PLUGIN_TARGET_DIR")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("CARGO_TARGET_DIR").map(|d| PathBuf::from(d).join("component"))
-        })
-        .unwrap_or_else(|| root.join("target").join("component"));
+    let target_dir = wasm::target_dir(&root);
     ensure_wasm_target();
     // Tests and the debug CLI take the component without whole-program LTO (a fast edit-and-test
     // loop); release builds and `cargo bench` take the shipping build.

@@ -8,6 +8,7 @@
 
 #![warn(unreachable_pub, missing_docs)]
 
+mod across;
 pub mod config;
 pub mod context;
 pub mod crma;

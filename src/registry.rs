@@ -48,6 +48,7 @@ const GOVERNANCE: &[Entry] = &[
     crate::tool::entry::<governance::RevertChange<Crms>>(),
     crate::tool::entry::<governance::ResolveChange<Crms>>(),
     crate::tool::entry::<crate::status::ConnectionStatus>(),
+    crate::tool::entry::<crate::across::FindAcross>(),
 ];
 
 /// The specs of every tool, for `list-tools`.

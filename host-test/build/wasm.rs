@@ -46,6 +46,19 @@ pub fn ensure_wasm_target() {
     }
 }
 
+/// Where the nested builds put their artifacts: `CRM_PLUGIN_TARGET_DIR`, else
+/// `$CARGO_TARGET_DIR/component`, else `<workspace>/target/component`; a directory of its own,
+/// so a nested cargo never waits on the outer build's lock.
+pub fn target_dir(root: &Path) -> PathBuf {
+    println!("cargo:rerun-if-env-changed=CRM_PLUGIN_TARGET_DIR");
+    std::env::var_os("CRM_PLUGIN_TARGET_DIR")
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("CARGO_TARGET_DIR").map(|d| PathBuf::from(d).join("component"))
+        })
+        .unwrap_or_else(|| root.join("target").join("component"))
+}
+
 /// Runs `cargo build --profile {profile} --target wasm32-wasip2` for one package and returns the
 /// component's path.
 pub fn build_component(

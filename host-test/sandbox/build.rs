@@ -28,13 +28,7 @@ fn main() {
     ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
     }
-    println!("cargo:rerun-if-env-changed=CRM_PLUGIN_TARGET_DIR");
-    let target_dir = std::env::var_os("CRM_PLUGIN_TARGET_DIR")
-        .map(PathBuf::from)
-        .or_else(|| {
-            std::env::var_os("CARGO_TARGET_DIR").map(|d| PathBuf::from(d).join("component"))
-        })
-        .unwrap_or_else(|| root.join("target").join("component"));
+    let target_dir = wasm::target_dir(&root);
     ensure_wasm_target();
     let probe = build_component(
         &root,

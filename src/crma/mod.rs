@@ -18,6 +18,9 @@ pub(crate) mod wire;
 
 use crate::tool::{Entry, entry};
 
+/// The CRM A scopes the spec lists as required ("CRM A scopes"), for hosts and tests.
+pub const REQUIRED_SCOPES: &[&str] = scopes::REQUIRED;
+
 /// The CRM A tools, in `list-tools` order.
 pub const TOOLS: &[Entry] = &[
     entry::<tools::SearchRecords>(),

@@ -5,6 +5,7 @@
 
 use super::crm::{Candidate, CrmDirectory};
 use super::current::same_value;
+use super::tools::journalled;
 use crate::error::ToolError;
 use crate::journal::{Change, ChangeKind, ChangeStatus};
 use crate::tool::{CrmEffect, Session, Tool};
@@ -62,16 +63,7 @@ impl<C: CrmDirectory> Tool for ResolveChange<C> {
     type Output = ResolvedOutput;
 
     fn run(input: ResolveInput, session: &mut Session<'_>) -> Result<ResolvedOutput, ToolError> {
-        let change = session
-            .journal()?
-            .get(&input.change_id)
-            .map_err(|e| ToolError::Unavailable(format!("{e}; try again shortly")))?
-            .ok_or_else(|| {
-                ToolError::NotFound(format!(
-                    "no change {:?} in this workspace's journal; list them with crm_list_changes",
-                    input.change_id
-                ))
-            })?;
+        let change = journalled(session, &input.change_id)?;
         unresolved_create(&change)?;
         let governed = C::governed(change.entry.crm);
         let since = change.at_ms.saturating_sub(CLOCK_SKEW_MS);

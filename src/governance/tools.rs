@@ -168,16 +168,7 @@ impl<C: CrmDirectory> Tool for RevertChange<C> {
     type Output = RevertedOutput;
 
     fn run(input: RevertInput, session: &mut Session<'_>) -> Result<RevertedOutput, ToolError> {
-        let change = session
-            .journal()?
-            .get(&input.change_id)
-            .map_err(|e| ToolError::Unavailable(format!("{e}; try again shortly")))?
-            .ok_or_else(|| {
-                ToolError::NotFound(format!(
-                    "no change {:?} in this workspace's journal; list them with crm_list_changes",
-                    input.change_id
-                ))
-            })?;
+        let change = journalled(session, &input.change_id)?;
         let crm = change.entry.crm;
         let record_id = revertible(&change)?;
         // Scopes before requests: the revert's own write scope is checked before the read that
@@ -218,6 +209,19 @@ impl<C: CrmDirectory> Tool for RevertChange<C> {
             restored,
         })
     }
+}
+
+/// One of this workspace's journalled changes by id, or a not-found naming where to look.
+pub(super) fn journalled(session: &mut Session<'_>, id: &str) -> Result<Change, ToolError> {
+    session
+        .journal()?
+        .get(id)
+        .map_err(|e| ToolError::Unavailable(format!("{e}; try again shortly")))?
+        .ok_or_else(|| {
+            ToolError::NotFound(format!(
+                "no change {id:?} in this workspace's journal; list them with crm_list_changes"
+            ))
+        })
 }
 
 /// The record an applied update changed, or why the change cannot be reverted.

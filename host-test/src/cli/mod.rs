@@ -140,8 +140,8 @@ struct Options {
     /// Workspace user the calls act for.
     #[arg(long, global = true, default_value = "demo-user")]
     user: String,
-    /// CRM A scopes the tenant granted, comma-separated [default: the spec's required scopes].
-    #[arg(long, global = true, value_delimiter = ',', default_value = DEFAULT_SCOPES)]
+    /// CRM A scopes the tenant granted, comma-separated (by default the spec's required scopes).
+    #[arg(long, global = true, value_delimiter = ',', default_values = crm_plugin::crma::REQUIRED_SCOPES)]
     scopes: Vec<String>,
     /// Salesforce org URL for record links [sandbox: its own org].
     #[arg(long, global = true)]
@@ -152,7 +152,7 @@ struct Options {
     #[arg(long, global = true)]
     proxy_base: Option<Url>,
     /// Trust this PEM certificate for the broker besides the public roots, e.g. the one
-    /// `crm-host sandbox` writes.
+    /// `crm-sandbox sandbox` writes.
     #[arg(long, global = true)]
     ca_cert: Option<std::path::PathBuf>,
     /// Component to load [default: the one this build made].
@@ -176,12 +176,6 @@ struct Options {
     #[arg(long, global = true)]
     no_cache: bool,
 }
-
-/// The CRM A scopes the spec lists as required, granted by default in the sandbox.
-const DEFAULT_SCOPES: &str = "crm.objects.companies.read,crm.objects.companies.write,\
-crm.objects.contacts.read,crm.objects.contacts.write,crm.objects.deals.read,\
-crm.objects.deals.write,crm.objects.owners.read,crm.objects.users.read,crm.schemas.custom.read,\
-oauth,sales-email-read,settings.users.read,settings.users.teams.read";
 
 /// Parses the command line and runs it; `built_in` answers when no broker is given.
 pub fn main(built_in: Option<Arc<dyn BuiltInCrm>>) -> ExitCode {

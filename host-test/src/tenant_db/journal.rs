@@ -260,7 +260,8 @@ impl TenantDb {
         Ok(id)
     }
 
-    /// Records what became of a change made by this call, and a created record's id.
+    /// Records what became of a change made by this call, and a created record's id. Only the
+    /// call that journalled a change settles it, and only once.
     pub fn settle_change(
         &self,
         who: &CallIdentity<'_>,
@@ -268,24 +269,40 @@ impl TenantDb {
         status: Status,
         record_id: Option<&str>,
     ) -> Result<(), StoreError> {
+        self.set_status(id, status, record_id, Some(who.call_id), "pending")
+            .map_err(|e| match e {
+                StoreError::NotFound(_) => {
+                    StoreError::NotFound(format!("no pending change {id:?} of this call"))
+                }
+                other => other,
+            })
+    }
+
+    /// Moves one change from `from` to `status` (by `call_id` when given), keeping the record
+    /// id once one is known; `NotFound` when no such change is in that state.
+    fn set_status(
+        &self,
+        id: &str,
+        status: Status,
+        record_id: Option<&str>,
+        call_id: Option<&str>,
+        from: &str,
+    ) -> Result<(), StoreError> {
         if let Some(id) = record_id {
             super::check_key("record id", id)?;
         }
-        // Only the call that journalled a change settles it, and only once.
         let changed = self
             .conn()
             .execute(
                 "UPDATE changes SET status = ?1, record_id = COALESCE(record_id, ?2)
-                 WHERE tenant = ?3 AND id = ?4 AND call_id = ?5 AND status = 'pending'",
-                params![status.name(), record_id, &*self.tenant, id, who.call_id],
+                 WHERE tenant = ?3 AND id = ?4 AND (?5 IS NULL OR call_id = ?5) AND status = ?6",
+                params![status.name(), record_id, &*self.tenant, id, call_id, from],
             )
             .map_err(StoreError::from)?;
         if changed == 1 {
             Ok(())
         } else {
-            Err(StoreError::NotFound(format!(
-                "no pending change {id:?} of this call"
-            )))
+            Err(StoreError::NotFound(format!("no {from} change {id:?}")))
         }
     }
 
@@ -297,29 +314,18 @@ impl TenantDb {
         status: Status,
         record_id: Option<&str>,
     ) -> Result<(), StoreError> {
-        if let Some(id) = record_id {
-            super::check_key("record id", id)?;
-        }
         if !matches!(status, Status::Applied | Status::Failed) {
             return Err(StoreError::Invalid(
                 "a change with an unknown outcome resolves to applied or failed".into(),
             ));
         }
-        let changed = self
-            .conn()
-            .execute(
-                "UPDATE changes SET status = ?1, record_id = COALESCE(record_id, ?2)
-                 WHERE tenant = ?3 AND id = ?4 AND status = 'unknown'",
-                params![status.name(), record_id, &*self.tenant, id],
-            )
-            .map_err(StoreError::from)?;
-        if changed == 1 {
-            Ok(())
-        } else {
-            Err(StoreError::NotFound(format!(
-                "no change {id:?} with an unknown outcome in this workspace"
-            )))
-        }
+        self.set_status(id, status, record_id, None, "unknown")
+            .map_err(|e| match e {
+                StoreError::NotFound(_) => StoreError::NotFound(format!(
+                    "no change {id:?} with an unknown outcome in this workspace"
+                )),
+                other => other,
+            })
     }
 
     /// Up to `limit` of this tenant's changes, newest first, matching every filter given.

@@ -88,6 +88,21 @@ impl Account {
     }
 }
 
+/// Record links for one call: the account's facts read once, then a link per record.
+pub(crate) struct RecordLinks(Account);
+
+impl RecordLinks {
+    pub(crate) fn read(session: &mut Session<'_>) -> Result<Self, ToolError> {
+        Ok(RecordLinks(Account::try_from(account_details(session)?)?))
+    }
+
+    /// The link that opens record `id` of `object_type`, for the standard types.
+    pub(crate) fn url(&self, object_type: &ObjectType, id: &str) -> Option<String> {
+        let id = RecordId::parse(id).ok()?;
+        Some(self.0.record_url(object_type.type_id()?, id))
+    }
+}
+
 /// What `crma_get_account_details` answers.
 #[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct AccountSummary {

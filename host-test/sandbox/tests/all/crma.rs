@@ -113,8 +113,9 @@ async fn all_sixteen_crma_tools_are_listed() {
     assert_eq!(names.iter().filter(|n| n.starts_with("crma_")).count(), 16);
     assert_eq!(
         names.len(),
-        26,
-        "16 CRM A tools, 6 CRM B tools, the change journal's three and the connection check"
+        27,
+        "16 CRM A tools, 6 CRM B tools, the change journal's three, the connection check and \
+         the cross-CRM lookup"
     );
     for read_only in [
         "crma_search_records",

@@ -367,6 +367,14 @@ fn sandbox_tour() -> Vec<(&'static str, Value)> {
         ("crma_sync_users", json!({})),
         ("crm_list_changes", json!({"object": "Opportunity"})),
         ("crm_connection_status", json!({})),
+        (
+            "crm_find_across",
+            json!({"email": "maria.garcia@acme-energy.example.com"}),
+        ),
+        (
+            "crm_find_across",
+            json!({"company": "acme-energy.example.com"}),
+        ),
         // Reverts the crmb_update_record above (its change id is filled in).
         ("crm_revert_change", json!({"change_id": null})),
     ]

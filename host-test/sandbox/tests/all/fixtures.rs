@@ -174,21 +174,7 @@ pub(crate) fn output(result: Result<String, CallError>) -> Value {
 }
 
 /// The CRM A scopes the spec lists as required.
-pub(crate) const ALL_SCOPES: &[&str] = &[
-    "crm.objects.companies.read",
-    "crm.objects.companies.write",
-    "crm.objects.contacts.read",
-    "crm.objects.contacts.write",
-    "crm.objects.deals.read",
-    "crm.objects.deals.write",
-    "crm.objects.owners.read",
-    "crm.objects.users.read",
-    "crm.schemas.custom.read",
-    "oauth",
-    "sales-email-read",
-    "settings.users.read",
-    "settings.users.teams.read",
-];
+pub(crate) const ALL_SCOPES: &[&str] = crm_plugin::crma::REQUIRED_SCOPES;
 
 pub(crate) const BROKER: &str = "https://broker.example.com";
 pub(crate) const CREDENTIAL: &str = "signed-credential-t1";

@@ -2,6 +2,7 @@
 //! through the real host, hooks, audit trail and mapping store, against the scripted stub and
 //! the sandbox. One test binary, so wasmtime is linked once.
 
+mod across;
 mod crma;
 mod crmb;
 mod docs;
