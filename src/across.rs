@@ -9,7 +9,8 @@ use crate::crma::client::{self as crma_client, Call};
 use crate::crma::metadata::account::RecordLinks;
 use crate::crma::scopes::Operation;
 use crate::crma::types::ObjectType;
-use crate::crmb::client as crmb_client;
+use crate::crma::wire::{Page, RecordObject};
+use crate::crmb::client::{self as crmb_client, QueryPage};
 use crate::crmb::ids::{ApiName, SalesforceId};
 use crate::crmb::record_url::InstanceUrl;
 use crate::error::{Crm, CrmProblem, ToolError};
@@ -290,18 +291,6 @@ fn host(text: &str) -> String {
 
 // --- HubSpot ----------------------------------------------------------------------------------
 
-/// A search answer ("Search", <https://developers.hubspot.com/docs/api/crm/search>).
-#[derive(Debug, Deserialize)]
-struct SearchPage {
-    results: Vec<SearchResult>,
-}
-
-#[derive(Debug, Deserialize)]
-struct SearchResult {
-    id: String,
-    properties: Map<String, Value>,
-}
-
 fn hubspot_side(session: &mut Session<'_>, key: &Key<'_>) -> Result<Side, ToolError> {
     let (object, filter, properties): (&str, Value, &[&str]) = match key {
         Key::Person(email) => (
@@ -344,7 +333,7 @@ fn hubspot_side(session: &mut Session<'_>, key: &Key<'_>) -> Result<Side, ToolEr
         format!("{object} matching the customer"),
     )
     .searching(body);
-    let page: SearchPage = crma_client::send_for(session, call)?;
+    let page: Page<RecordObject> = crma_client::send_for(session, call)?;
     if page.results.is_empty() {
         return Ok(Side::default());
     }
@@ -419,12 +408,6 @@ fn owner_emails(session: &mut Session<'_>) -> Option<Map<String, Value>> {
 }
 
 // --- Salesforce -------------------------------------------------------------------------------
-
-/// A query answer ("Query", REST API Developer Guide): only the records are read.
-#[derive(Debug, Deserialize)]
-struct QueryPage {
-    records: Vec<Map<String, Value>>,
-}
 
 /// A SOQL string literal.
 fn quoted(text: &str) -> String {

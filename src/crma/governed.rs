@@ -5,6 +5,7 @@
 use super::client::{self as crma_client, Call};
 use super::scopes::{self, Operation};
 use super::types::ObjectType;
+use super::wire::{Page, RecordObject};
 use crate::config::Config;
 use crate::error::{Crm, ToolError};
 use crate::governance::crm::{
@@ -24,19 +25,6 @@ pub(crate) struct Hubspot;
 /// <https://developers.hubspot.com/docs/api/crm/objects>): only `properties` is read.
 #[derive(Debug, Deserialize)]
 struct HubspotRecord {
-    properties: Map<String, Value>,
-}
-
-/// A search answer page ("Search", <https://developers.hubspot.com/docs/api/crm/search>):
-/// only each result's id and properties are read.
-#[derive(Debug, Deserialize)]
-struct SearchPage {
-    results: Vec<SearchResult>,
-}
-
-#[derive(Debug, Deserialize)]
-struct SearchResult {
-    id: String,
     properties: Map<String, Value>,
 }
 
@@ -196,7 +184,7 @@ impl GovernedCrm for Hubspot {
             format!("{object} created since the write"),
         )
         .searching(body);
-        let answer: SearchPage = crma_client::send_for(session, call)?;
+        let answer: Page<RecordObject> = crma_client::send_for(session, call)?;
         Ok(answer
             .results
             .into_iter()

@@ -43,6 +43,13 @@ pub fn retry_hint(response: &Response) -> Option<RetryHint> {
     response.retry_after().map(RetryHint::After)
 }
 
+/// A query answer's records as JSON objects ("Execute a SOQL query", REST API Developer
+/// Guide), for the small lookups that read a handful of fields, not the paged query tool.
+#[derive(Debug, Deserialize)]
+pub(crate) struct QueryPage {
+    pub(crate) records: Vec<serde_json::Map<String, serde_json::Value>>,
+}
+
 /// The REST API versions the org serves, oldest first (`GET /services/data/`), or the tool
 /// error that stopped the answer.
 pub(crate) fn served_versions(session: &mut Session<'_>) -> Result<Vec<ApiVersion>, ToolError> {

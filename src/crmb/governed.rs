@@ -2,7 +2,7 @@
 //! changes, their current values, a revert's update, and where the provenance marker goes. The
 //! paths are the ones this plugin's Salesforce tools send (and its egress policy lists).
 
-use super::client as crmb_client;
+use super::client::{self as crmb_client, QueryPage};
 use super::ids::ApiName;
 use crate::config::Config;
 use crate::error::{Crm, CrmProblem, ToolError};
@@ -17,12 +17,6 @@ use serde_json::{Map, Value};
 
 /// Salesforce, governed.
 pub(crate) struct Salesforce;
-
-/// A query answer ("Query", REST API Developer Guide): only the records are read.
-#[derive(Debug, serde::Deserialize)]
-struct QueryPage {
-    records: Vec<Map<String, Value>>,
-}
 
 /// Salesforce's field holding the user who last changed a record.
 const SALESFORCE_UPDATED_BY: &str = "LastModifiedById";
