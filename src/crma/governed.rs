@@ -159,8 +159,12 @@ impl GovernedCrm for Hubspot {
         let mut filters = vec![json!({
             "propertyName": "createdate", "operator": "GTE", "value": since_ms.to_string()
         })];
+        let policy = &session.config()?.policy;
+        // Never a filter on a masked property: the values sent are compared after the answer.
         let mut narrow_by = |property: &str| {
-            if let Some(value) = created.get(property).and_then(text) {
+            if let Some(value) = created.get(property).and_then(text)
+                && !policy.is_masked(property)
+            {
                 filters.push(json!({"propertyName": property, "operator": "EQ", "value": value}));
             }
         };
@@ -168,7 +172,7 @@ impl GovernedCrm for Hubspot {
         if object == "contacts" {
             narrow_by("email");
         }
-        if let Some(marker) = session.config()?.policy.marker(Crm::Hubspot) {
+        if let Some(marker) = policy.marker(Crm::Hubspot) {
             narrow_by(&marker.field);
         }
         let properties: Vec<&String> = created.keys().collect();
@@ -207,5 +211,41 @@ impl GovernedCrm for Hubspot {
 
     fn created_fields<'b>(&self, body: &'b mut Value) -> &'b mut Value {
         &mut body["properties"]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness;
+    use crate::policy::keys;
+    use crate::retry::tests::{ScriptedTransport, response};
+    use crate::tool::Session;
+
+    #[test]
+    fn a_create_lookup_never_filters_on_a_masked_property() {
+        let created = json!({"email": "x@acme.example", "firstname": "X"});
+        let lookup = |masked: &str| {
+            let config = harness::config(&[(keys::MASKED_FIELDS, masked)]);
+            let ctx = harness::ctx(&["crm.objects.contacts.read"], None);
+            let mut t = ScriptedTransport::new([response(200, r#"{"results": []}"#)]);
+            let mut session = Session::new(&ctx, Ok(&config), &mut t);
+            Hubspot
+                .created_since(&mut session, "contacts", created.as_object().unwrap(), 0)
+                .unwrap();
+            let body = harness::body(&t.sent[0]);
+            body["filterGroups"][0]["filters"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|f| f["propertyName"].as_str().unwrap().to_string())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(lookup("phone"), ["createdate", "email"]);
+        assert_eq!(
+            lookup("email"),
+            ["createdate"],
+            "the masked e-mail is no filter"
+        );
     }
 }
