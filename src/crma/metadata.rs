@@ -7,7 +7,7 @@ mod pipelines;
 mod property_definitions;
 
 pub(crate) use account::{GenerateRecordUrl, GetAccountDetails};
-pub(crate) use pipelines::GetPipelineStages;
+pub(crate) use pipelines::{GetPipelineStages, pipeline_names};
 pub(crate) use property_definitions::GetProperties;
 
 use super::client::{self, Call};

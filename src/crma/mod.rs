@@ -1,6 +1,7 @@
 //! CRM A (HubSpot): object types, ids and properties, scopes, errors, and tools.
 
 pub(crate) mod activity;
+pub mod aggregate;
 pub mod associations;
 pub(crate) mod client;
 pub mod errors;
@@ -24,6 +25,7 @@ pub const REQUIRED_SCOPES: &[&str] = scopes::REQUIRED;
 /// The CRM A tools, in `list-tools` order.
 pub const TOOLS: &[Entry] = &[
     entry::<tools::SearchRecords>(),
+    entry::<aggregate::AggregateRecords>(),
     entry::<tools::GetRecord>(),
     entry::<tools::CreateRecord>(),
     entry::<tools::UpdateRecord>(),

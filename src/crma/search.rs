@@ -456,6 +456,7 @@ pub fn map_answer(body: &Value) -> Result<Value, String> {
 }
 
 pub(crate) mod export;
+pub(crate) mod keyset;
 
 #[cfg(test)]
 mod tests;

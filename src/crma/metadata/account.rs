@@ -32,6 +32,18 @@ pub(crate) struct AccountDetails {
     data_hosting_location: Option<String>,
 }
 
+impl AccountDetails {
+    /// The account's time zone as HubSpot names it (`US/Eastern`).
+    pub(crate) fn time_zone(&self) -> Option<&str> {
+        self.time_zone.as_deref()
+    }
+
+    /// The currency amounts are in (`USD`).
+    pub(crate) fn company_currency(&self) -> Option<&str> {
+        self.company_currency.as_deref()
+    }
+}
+
 /// Reads the account's details.
 pub(crate) fn account_details(session: &mut Session<'_>) -> Result<AccountDetails, ToolError> {
     let answer = client::send(

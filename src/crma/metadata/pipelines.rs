@@ -268,6 +268,46 @@ impl Tool for GetPipelineStages {
     }
 }
 
+/// A pipeline's name and its stages' names, in HubSpot's display order: what turns stored
+/// pipeline and stage ids (`default`, `closedwon`) into words.
+#[derive(Debug)]
+pub(crate) struct PipelineNames {
+    /// The pipeline id.
+    pub(crate) id: String,
+    /// Its name in HubSpot.
+    pub(crate) label: String,
+    /// Its stages as (id, name), in display order.
+    pub(crate) stages: Vec<(String, String)>,
+}
+
+/// Every pipeline of `object_type` with its stages' names, pipelines and stages in display
+/// order.
+pub(crate) fn pipeline_names(
+    session: &mut Session<'_>,
+    object_type: &ObjectType,
+) -> Result<Vec<PipelineNames>, ToolError> {
+    let object = object_type.as_str().to_string();
+    let call = Call::get(
+        Operation::ReadPipelines(object_type.clone()),
+        vec!["crm", "v3", "pipelines", &object],
+        format!("{object} pipelines"),
+    );
+    let mut pipelines: Collection<WirePipeline> = decode(client::send(session, call)?, "pipelines")?;
+    pipelines.results.sort_by_key(|p| p.display_order);
+    Ok(pipelines
+        .results
+        .into_iter()
+        .map(|mut p| {
+            p.stages.sort_by_key(|s| s.display_order.unwrap_or(i64::MAX));
+            PipelineNames {
+                id: p.id,
+                label: p.label,
+                stages: p.stages.into_iter().map(|s| (s.id, s.label)).collect(),
+            }
+        })
+        .collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,13 +12,13 @@
 //! as a `.partial` and published only when the walk ends; any failure discards it.
 //!
 //! The request bodies ([`ExportPlan::body`]), the page-to-lines mapping ([`page_lines`]) and
-//! the pacing ([`pause_before`]) are pure; [`run`] is the loop around them.
+//! the pacing ([`keyset::pause_before`](super::keyset::pause_before)) are pure; [`run`] is the loop around them.
 
 use super::{
     Direction, Filter, FilterGroup, FoundRecord, MAX_FILTERS, MAX_FILTERS_PER_GROUP, MAX_LIMIT,
-    Operator, Search, SearchAnswer, SearchOutput, Sort,
+    Operator, Search, SearchOutput, Sort,
 };
-use crate::crma::client::{self, Call};
+use super::keyset::{KeysetWalk, ascending_ids};
 use crate::crma::scopes::{self, Operation};
 use crate::crma::types::{ObjectType, PropertyName};
 use crate::crma::wire::RecordObject;
@@ -218,6 +218,7 @@ pub(crate) struct PageLines {
     /// How many records (lines) that is.
     pub(crate) count: u64,
     /// The last id written (the `after` given when nothing was): the next page starts above it.
+    #[cfg_attr(not(test), allow(dead_code, reason = "the walk keeps its own place; tests read it"))]
     pub(crate) last_id: Option<u64>,
     /// The first records, up to the number asked for, for the answer's preview.
     pub(crate) preview: Vec<FoundRecord>,
@@ -234,24 +235,15 @@ pub(crate) fn page_lines(
     room: u64,
     preview: usize,
 ) -> Result<PageLines, String> {
+    let kept = records.len().min(usize::try_from(room).unwrap_or(usize::MAX));
+    let last_id = ascending_ids(&records[..kept], after)?;
     let mut page = PageLines {
         jsonl: Vec::new(),
         count: 0,
-        last_id: after,
+        last_id,
         preview: Vec::new(),
     };
-    for record in records {
-        if page.count >= room {
-            break;
-        }
-        let id = record_id(&record.id)
-            .ok_or_else(|| format!("a record's id {:?} is not a HubSpot record id", record.id))?;
-        if let Some(last) = page.last_id.filter(|last| id <= *last) {
-            return Err(format!(
-                "record {id} came after record {last}: the answer was not in ascending {KEY} \
-                 order, so the export could not page without repeating or skipping records"
-            ));
-        }
+    for record in records.into_iter().take(kept) {
         let found = FoundRecord::from(record);
         serde_json::to_writer(&mut page.jsonl, &found).expect("a record serialises");
         page.jsonl.push(b'\n');
@@ -259,24 +251,8 @@ pub(crate) fn page_lines(
             page.preview.push(found);
         }
         page.count += 1;
-        page.last_id = Some(id);
     }
     Ok(page)
-}
-
-/// A record id as HubSpot gives it: digits that fit in a u64.
-fn record_id(text: &str) -> Option<u64> {
-    let digits = !text.is_empty() && text.len() <= 20 && text.bytes().all(|b| b.is_ascii_digit());
-    digits.then(|| text.parse().ok()).flatten()
-}
-
-/// How long to wait, at `now` (milliseconds), before starting a request when the last one
-/// started at `last_start`: whatever is left of [`PACE`].
-pub(crate) fn pause_before(last_start: Option<u64>, now: u64) -> Duration {
-    match last_start {
-        None => Duration::ZERO,
-        Some(last) => PACE.saturating_sub(Duration::from_millis(now.saturating_sub(last))),
-    }
 }
 
 /// What `crma_search_records` answers with `to_file`: the file holding every match.
@@ -388,28 +364,15 @@ fn walk(
 ) -> Result<Walked, ToolError> {
     let limit = session.config()?.results.file_max_records;
     let mut out = std::io::BufWriter::with_capacity(64 * 1024, file);
-    let mut last_start = None;
-    let mut after = None;
-    let mut total = None;
+    let mut pages = KeysetWalk::new(plan);
     let mut count = 0u64;
     let mut preview = Vec::new();
-    let done = loop {
-        let body = plan.body(after)?;
-        let now = session.now_unix_millis();
-        let pause = pause_before(last_start, now);
-        if !pause.is_zero() {
-            session.sleep(pause);
-        }
-        // The clock read again after the pause, but never earlier than the pause's end.
-        let started = now.saturating_add(pause.as_millis() as u64);
-        last_start = Some(session.now_unix_millis().max(started));
-        let answer = search(session, plan.object_type(), body)?;
-        total.get_or_insert(answer.total);
-        let more = answer.page.next_after().is_some();
-        let fetched = answer.page.results.len() as u64;
+    let mut done = true;
+    while let Some(page) = pages.next_page(session)? {
+        let fetched = page.records.len() as u64;
         let lines = page_lines(
-            answer.page.results,
-            after,
+            page.records,
+            page.after,
             limit - count,
             PREVIEW_RECORDS - preview.len(),
         )
@@ -419,37 +382,17 @@ fn walk(
         count += lines.count;
         preview.extend(lines.preview);
         if lines.count < fetched {
-            break false;
+            done = false;
+            break;
         }
-        if fetched == 0 || !more {
-            break true;
-        }
-        after = lines.last_id;
-    };
+    }
     out.flush().map_err(|e| file_error(path, e))?;
     Ok(Walked {
-        total: total.unwrap_or_default(),
+        total: pages.total(),
         count,
         preview,
         done,
     })
-}
-
-/// One search request with this body.
-fn search(
-    session: &mut Session<'_>,
-    object_type: &ObjectType,
-    body: Value,
-) -> Result<SearchAnswer, ToolError> {
-    let object = object_type.as_str().to_string();
-    let call = Call::get(
-        Operation::Read(object_type.clone()),
-        vec!["crm", "v3", "objects", &object, "search"],
-        format!("{object} search"),
-    )
-    // A search is a POST that only reads: safe to retry.
-    .searching(body);
-    client::send_for(session, call)
 }
 
 #[cfg(test)]

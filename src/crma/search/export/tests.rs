@@ -1,4 +1,5 @@
 use super::*;
+use crate::crma::search::keyset::pause_before;
 use crate::config::keys;
 use crate::harness;
 use crate::http::{Request, Response, Transport, TransportError};
