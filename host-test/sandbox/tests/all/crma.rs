@@ -16,6 +16,11 @@ fn every_tool() -> Vec<(&'static str, Value, Vec<&'static str>)> {
             vec!["crm.objects.deals.read"],
         ),
         (
+            "crma_aggregate_records",
+            json!({"object_type": "deals"}),
+            vec!["crm.objects.deals.read"],
+        ),
+        (
             "crma_get_record",
             json!({"object_type": "contacts", "record_id": "51"}),
             vec!["crm.objects.contacts.read"],
@@ -102,7 +107,7 @@ fn every_tool() -> Vec<(&'static str, Value, Vec<&'static str>)> {
 }
 
 #[tokio::test]
-async fn all_sixteen_crma_tools_are_listed() {
+async fn every_crma_tool_is_listed() {
     let stub = hubspot_stub();
     let host = host(&stub);
     let tools = host.list_tools("t1").await.unwrap();
@@ -110,11 +115,11 @@ async fn all_sixteen_crma_tools_are_listed() {
     for (tool, _, _) in every_tool() {
         assert!(names.contains(&tool), "{tool} is not listed");
     }
-    assert_eq!(names.iter().filter(|n| n.starts_with("crma_")).count(), 16);
+    assert_eq!(names.iter().filter(|n| n.starts_with("crma_")).count(), 17);
     assert_eq!(
         names.len(),
-        27,
-        "16 CRM A tools, 6 CRM B tools, the change journal's three, the connection check and \
+        28,
+        "17 CRM A tools, 6 CRM B tools, the change journal's three, the connection check and \
          the cross-CRM lookup"
     );
     for read_only in [

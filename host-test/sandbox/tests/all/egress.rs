@@ -368,6 +368,17 @@ fn sandbox_tour() -> Vec<(&'static str, Value)> {
         ("crm_list_changes", json!({"object": "Opportunity"})),
         ("crm_connection_status", json!({})),
         (
+            "crma_aggregate_records",
+            json!({"object_type": "deals",
+                   "group_by": [{"property": "dealstage"}, {"property": "closedate", "bucket": "quarter"}],
+                   "metrics": ["sum:amount"]}),
+        ),
+        (
+            "crma_aggregate_records",
+            json!({"object_type": "deals", "group_by": [{"property": "hubspot_owner_id"}],
+                   "metrics": ["avg:amount"], "order_by": "avg:amount"}),
+        ),
+        (
             "crm_find_across",
             json!({"email": "maria.garcia@acme-energy.example.com"}),
         ),

@@ -5,7 +5,6 @@
 
 use crate::fixtures::*;
 use bytes::Bytes;
-use crm_host::audit::AuditEvent;
 use crm_host::backend::BoxFuture;
 use crm_host::{AuditLog, Backend, CallRequest, Host};
 use crm_sandbox::SandboxCrm;
@@ -86,21 +85,6 @@ fn acme_call(input: Value) -> CallRequest {
 
 fn of_company(company: &str) -> Value {
     json!([{"filters": [{"property": "company", "operator": "EQ", "value": company}]}])
-}
-
-/// The component's peak linear memory in the last call audited.
-fn last_peak(audit: &AuditLog) -> u64 {
-    audit
-        .events()
-        .iter()
-        .rev()
-        .find_map(|e| match e {
-            AuditEvent::ToolCall {
-                peak_memory_bytes, ..
-            } => Some(*peak_memory_bytes),
-            _ => None,
-        })
-        .expect("the call is audited")
 }
 
 fn file_ids(out: &Value) -> Vec<u64> {

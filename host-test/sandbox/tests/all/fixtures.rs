@@ -375,3 +375,18 @@ pub(crate) fn sandbox_tokens(file: &str) -> crm_host::mcp::tenants::TokenTable {
         .tokens(&scopes, |t| Some(SandboxCrm::instance_url(&t.id)))
         .unwrap()
 }
+
+/// The component's peak linear memory in the last call audited.
+pub(crate) fn last_peak(audit: &crm_host::AuditLog) -> u64 {
+    audit
+        .events()
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            crm_host::audit::AuditEvent::ToolCall {
+                peak_memory_bytes, ..
+            } => Some(*peak_memory_bytes),
+            _ => None,
+        })
+        .expect("the call is audited")
+}

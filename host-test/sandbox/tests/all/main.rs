@@ -3,6 +3,7 @@
 //! the sandbox. One test binary, so wasmtime is linked once.
 
 mod across;
+mod aggregate;
 mod crma;
 mod crmb;
 mod docs;
