@@ -28,6 +28,7 @@ pub mod retry;
 pub(crate) mod schema;
 mod status;
 pub mod time;
+mod timeline;
 pub mod tool;
 
 #[cfg(test)]

@@ -49,6 +49,7 @@ const GOVERNANCE: &[Entry] = &[
     crate::tool::entry::<governance::ResolveChange<Crms>>(),
     crate::tool::entry::<crate::status::ConnectionStatus>(),
     crate::tool::entry::<crate::across::FindAcross>(),
+    crate::tool::entry::<crate::timeline::RecordTimeline>(),
 ];
 
 /// The specs of every tool, for `list-tools`.

@@ -224,7 +224,13 @@ impl Tool for AggregateRecords {
             .flat_map(|g| &g.filters)
             .map(|f: &Filter| &f.property)
             .chain(input.group_by.iter().map(|g| &g.property))
-            .chain(input.metrics.iter().filter_map(|m| m.0.as_ref()).map(|m| &m.property));
+            .chain(
+                input
+                    .metrics
+                    .iter()
+                    .filter_map(|m| m.0.as_ref())
+                    .map(|m| &m.property),
+            );
         let free_text = input.query.as_deref().is_some_and(|q| !q.trim().is_empty());
         ReadScope {
             fields: named.map(PropertyName::as_str).collect(),

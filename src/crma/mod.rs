@@ -8,6 +8,7 @@ pub mod errors;
 pub(crate) mod governed;
 pub(crate) mod metadata;
 mod people;
+pub(crate) use people::owner_names;
 pub(crate) mod properties;
 pub mod rate_limits;
 pub(crate) mod scopes;

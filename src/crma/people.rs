@@ -2,13 +2,19 @@
 //! users with their roles and teams (user provisioning API) and owners (owners API).
 //!
 //! `crma_sync_users`, `crma_list_roles`, `crma_list_owners` and `crma_list_users` all read
-//! these, so a field HubSpot renames is caught in one place.
+//! these, so a field HubSpot renames is caught in one place; [`owner_names`] reads every
+//! owner's name for tools that show owners in words.
 //!
 //! Only the fields the tools read are declared, each as HubSpot documents it: required ones
 //! are plain fields (a missing one makes the whole answer an unexpected one), optional ones are
 //! `Option`s (missing and `null` alike are `None`).
 
+use super::client::{self, Call};
+use super::scopes::Operation;
 use super::types::AnswerId;
+use super::wire::Page;
+use crate::error::ToolError;
+use crate::tool::Session;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -187,4 +193,46 @@ mod tests {
             .unwrap_err();
         assert!(err.to_string().contains("missing field `name`"), "{err}");
     }
+}
+
+/// Most owner pages read for names (500 owners a page).
+const MAX_OWNER_PAGES: usize = 20;
+
+/// Owners' names (`Jane Doe`, else the e-mail, else the id), active and archived, by owner
+/// id: what turns a stored `hubspot_owner_id` into words.
+pub(crate) fn owner_names(
+    session: &mut Session<'_>,
+) -> Result<std::collections::BTreeMap<String, String>, ToolError> {
+    let mut names = std::collections::BTreeMap::new();
+    for archived in ["false", "true"] {
+        let mut after: Option<String> = None;
+        for _ in 0..MAX_OWNER_PAGES {
+            let mut query = vec![("limit", "500".to_string()), ("archived", archived.into())];
+            if let Some(after) = &after {
+                query.push(("after", after.clone()));
+            }
+            let call = Call::get(Operation::ListOwners, vec!["crm", "v3", "owners"], "owners")
+                .with_query(query);
+            let page: Page<Owner> = client::send_for(session, call)?;
+            after = page.next_after().map(str::to_string);
+            for owner in page.results {
+                let name = [owner.first_name.as_deref(), owner.last_name.as_deref()]
+                    .into_iter()
+                    .flatten()
+                    .filter(|n| !n.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let name = if name.is_empty() {
+                    owner.email.clone().unwrap_or_else(|| owner.id.clone())
+                } else {
+                    name
+                };
+                names.entry(owner.id).or_insert(name);
+            }
+            if after.is_none() {
+                break;
+            }
+        }
+    }
+    Ok(names)
 }

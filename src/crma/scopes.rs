@@ -11,8 +11,13 @@ pub(crate) enum Operation {
     Read(ObjectType),
     Write(ObjectType),
     MergeCompanies,
-    ReadAssociations { from: ObjectType },
-    CreateAssociation { from: ObjectType, to: ObjectType },
+    ReadAssociations {
+        from: ObjectType,
+    },
+    CreateAssociation {
+        from: ObjectType,
+        to: ObjectType,
+    },
     ReadPipelines(ObjectType),
     ReadProperties(ObjectType),
     ListOwners,
@@ -20,6 +25,10 @@ pub(crate) enum Operation {
     ListRoles,
     ListTeams,
     AccountDetails,
+    /// Reading a record's activity timeline: the spec's optional `timeline` scope is the
+    /// workspace's grant of "activity visibility". HubSpot's activity searches need only each
+    /// type's read scope (checked as well, type by type).
+    ReadTimeline,
 }
 
 /// The scopes any one of which allows `operation`.
@@ -73,6 +82,7 @@ pub(crate) fn allowing(operation: &Operation) -> Vec<String> {
         }
         Operation::ListTeams => owned(&["settings.users.teams.read"]),
         Operation::AccountDetails => owned(&["oauth"]),
+        Operation::ReadTimeline => owned(&["timeline"]),
     }
 }
 

@@ -278,7 +278,18 @@ impl HubSpotData {
                                     .is_none_or(|from| now >= *from)
                         })
                         .map(|(_, r)| r);
-                    search::search(indexed, self.definitions(name), &body)
+                    // `associations.contact EQ 51`: is this record associated with contact 51?
+                    let associated = |to: &str, to_id: u64, record: &Value| {
+                        let to = match to {
+                            "contact" => "contacts",
+                            "company" => "companies",
+                            "deal" => "deals",
+                            _ => return false,
+                        };
+                        let id = record["id"].as_str().and_then(|i| i.parse().ok());
+                        id.is_some_and(|id| self.associations.contains(&(name, id, to, to_id)))
+                    };
+                    search::search(indexed, self.definitions(name), &associated, &body)
                 }
                 None => error(
                     400,

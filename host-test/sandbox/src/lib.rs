@@ -112,7 +112,12 @@ impl SandboxCrm {
     /// Adds `count` deals named `<label> deal <n>` to a sandbox tenant's HubSpot, searchable
     /// at once, and returns their properties: for aggregate tests that add them up by brute
     /// force. `None` for a tenant the sandbox does not know.
-    pub fn seed_hubspot_deals(&self, tenant: &str, count: usize, label: &str) -> Option<Vec<Value>> {
+    pub fn seed_hubspot_deals(
+        &self,
+        tenant: &str,
+        count: usize,
+        label: &str,
+    ) -> Option<Vec<Value>> {
         let dataset = self.by_credential.get(&credential_value(tenant))?;
         let mut data = dataset.hubspot.lock().unwrap_or_else(|e| e.into_inner());
         Some(data.seed_deals(count, label))

@@ -11,7 +11,7 @@ import path from 'node:path';
 
 export const ACME_ACCOUNT = '0015gA000000001ABA';
 export const ACME_NAME = 'Acme Energy';
-export const TOOL_COUNT = 29;
+export const TOOL_COUNT = 30;
 export const TOKENS = { acme: 'token-for-acme', globex: 'token-for-globex' };
 
 // Per-call and per-start bounds (ms). Every server start, call and child process is bounded.

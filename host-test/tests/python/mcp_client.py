@@ -32,7 +32,7 @@ def check(condition, what):
 
 async def exercise(session, account_id, account_name):
     tools = (await session.list_tools()).tools
-    check(len(tools) == 29, f"29 tools, got {len(tools)}")
+    check(len(tools) == 30, f"30 tools, got {len(tools)}")
     for tool in tools:
         check(tool.title, f"{tool.name} has a title")
         check(tool.output_schema and tool.output_schema.get("type") == "object",

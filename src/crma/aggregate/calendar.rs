@@ -121,8 +121,14 @@ mod tests {
         // ...and 02:30 UTC on April 1st still is.
         let after_midnight_utc = "2026-04-01T02:30:00.000Z";
         assert_eq!(key(&eastern, after_midnight_utc, Bucket::Month), "2026-03");
-        assert_eq!(key(&eastern, after_midnight_utc, Bucket::Quarter), "2026-Q1");
-        assert_eq!(key(&Zone::utc(), after_midnight_utc, Bucket::Month), "2026-04");
+        assert_eq!(
+            key(&eastern, after_midnight_utc, Bucket::Quarter),
+            "2026-Q1"
+        );
+        assert_eq!(
+            key(&Zone::utc(), after_midnight_utc, Bucket::Month),
+            "2026-04"
+        );
         // In winter New York is 5 hours behind: 04:30 UTC on January 1st is New Year's Eve.
         assert_eq!(key(&eastern, "2026-01-01T04:30:00Z", Bucket::Year), "2025");
         assert_eq!(key(&eastern, "2026-01-01T05:30:00Z", Bucket::Year), "2026");
@@ -141,7 +147,10 @@ mod tests {
     fn weeks_are_iso_weeks_starting_on_monday() {
         let utc = Zone::utc();
         let (week, monday) = utc.bucket("2026-11-26", Bucket::Week).unwrap();
-        assert_eq!((week.as_str(), monday.to_string().as_str()), ("2026-W48", "2026-11-23"));
+        assert_eq!(
+            (week.as_str(), monday.to_string().as_str()),
+            ("2026-W48", "2026-11-23")
+        );
         // January 1st 2027 is a Friday: ISO week 53 of 2026.
         assert_eq!(key(&utc, "2027-01-01", Bucket::Week), "2026-W53");
     }

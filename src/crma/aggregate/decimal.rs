@@ -134,8 +134,7 @@ impl Ord for Decimal {
         match (self.rescaled(scale), other.rescaled(scale)) {
             (Some(a), Some(b)) => a.cmp(&b),
             // Past i128 after scaling: the signs, then the whole parts, decide.
-            _ => (self.units.signum(), self.whole())
-                .cmp(&(other.units.signum(), other.whole())),
+            _ => (self.units.signum(), self.whole()).cmp(&(other.units.signum(), other.whole())),
         }
     }
 }
@@ -182,7 +181,11 @@ mod tests {
         assert_eq!(d("+0.10").to_string(), "0.1");
         assert_eq!(d("0").to_string(), "0");
         for bad in ["", "abc", "1.2.3", "NaN", "1e", "--1", "1,5", " . "] {
-            assert_eq!(Decimal::parse(bad), Err(DecimalError::NotANumber), "{bad:?}");
+            assert_eq!(
+                Decimal::parse(bad),
+                Err(DecimalError::NotANumber),
+                "{bad:?}"
+            );
         }
         assert_eq!(
             Decimal::parse("1e400").unwrap_err(),

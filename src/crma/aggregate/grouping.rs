@@ -353,15 +353,17 @@ impl Order {
 /// Missing values last; ranked values (HubSpot's order) before unranked; then by name.
 fn compare_keys(a: &KeyValue, b: &KeyValue) -> Ordering {
     let missing = |k: &KeyValue| k.value.is_none();
-    missing(a).cmp(&missing(b)).then_with(|| match (a.rank, b.rank) {
-        (Some(x), Some(y)) => x.cmp(&y),
-        (Some(_), None) => Ordering::Less,
-        (None, Some(_)) => Ordering::Greater,
-        (None, None) => {
-            let text = |k: &KeyValue| k.label.clone().or_else(|| k.value.clone());
-            text(a)
-                .map(|t| t.to_lowercase())
-                .cmp(&text(b).map(|t| t.to_lowercase()))
-        }
-    })
+    missing(a)
+        .cmp(&missing(b))
+        .then_with(|| match (a.rank, b.rank) {
+            (Some(x), Some(y)) => x.cmp(&y),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (None, None) => {
+                let text = |k: &KeyValue| k.label.clone().or_else(|| k.value.clone());
+                text(a)
+                    .map(|t| t.to_lowercase())
+                    .cmp(&text(b).map(|t| t.to_lowercase()))
+            }
+        })
 }

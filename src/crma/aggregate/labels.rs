@@ -11,16 +11,12 @@
 use super::grouping::Labels;
 use crate::crma::client::{self, Call};
 use crate::crma::metadata::pipeline_names;
-use crate::crma::people::Owner;
+use crate::crma::owner_names;
 use crate::crma::scopes::Operation;
 use crate::crma::types::{ObjectType, PropertyName, decode};
-use crate::crma::wire::Page;
 use crate::error::ToolError;
 use crate::tool::Session;
 use serde::Deserialize;
-
-/// Most owner pages read for names (500 owners a page).
-const MAX_OWNER_PAGES: usize = 20;
 
 /// A property's definition, as far as grouping needs it.
 #[derive(Debug, Deserialize)]
@@ -153,39 +149,12 @@ pub(crate) fn pipeline_labels(
     Ok(Labels { names })
 }
 
-/// Owners' names (`Jane Doe`, else the e-mail), active and archived, by owner id. Owners are
-/// not ranked: groups of owners sort by name.
+/// Owners' names by owner id. Owners are not ranked: groups of owners sort by name.
 pub(crate) fn owner_labels(session: &mut Session<'_>) -> Result<Labels, ToolError> {
-    let mut labels = Labels::default();
-    for archived in ["false", "true"] {
-        let mut after: Option<String> = None;
-        for _ in 0..MAX_OWNER_PAGES {
-            let mut query = vec![("limit", "500".to_string()), ("archived", archived.into())];
-            if let Some(after) = &after {
-                query.push(("after", after.clone()));
-            }
-            let call = Call::get(Operation::ListOwners, vec!["crm", "v3", "owners"], "owners")
-                .with_query(query);
-            let page: Page<Owner> = client::send_for(session, call)?;
-            after = page.next_after().map(str::to_string);
-            for owner in page.results {
-                let name = [owner.first_name.as_deref(), owner.last_name.as_deref()]
-                    .into_iter()
-                    .flatten()
-                    .filter(|n| !n.is_empty())
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                let label = if name.is_empty() {
-                    owner.email.clone().unwrap_or_else(|| owner.id.clone())
-                } else {
-                    name
-                };
-                labels.names.entry(owner.id).or_insert((label, None));
-            }
-            if after.is_none() {
-                break;
-            }
-        }
-    }
-    Ok(labels)
+    Ok(Labels {
+        names: owner_names(session)?
+            .into_iter()
+            .map(|(id, name)| (id, (name, None)))
+            .collect(),
+    })
 }

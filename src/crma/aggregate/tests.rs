@@ -14,11 +14,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-const SCOPES: &[&str] = &[
-    "crm.objects.deals.read",
-    "crm.objects.owners.read",
-    "oauth",
-];
+const SCOPES: &[&str] = &["crm.objects.deals.read", "crm.objects.owners.read", "oauth"];
 
 /// One deal of the fake portal.
 #[derive(Debug, Clone)]
@@ -238,7 +234,11 @@ fn pipeline_value_by_stage_counts_every_deal_past_ten_thousand_exactly() {
             group["metrics"]["sum:amount"],
             exact_sum(amounts.iter().copied())
         );
-        let min = amounts.iter().map(|a| Decimal::parse(a).unwrap()).min().unwrap();
+        let min = amounts
+            .iter()
+            .map(|a| Decimal::parse(a).unwrap())
+            .min()
+            .unwrap();
         assert_eq!(group["metrics"]["min:amount"], min.to_string());
         let avg = Decimal::parse(&exact_sum(amounts.iter().copied()))
             .unwrap()
@@ -267,7 +267,10 @@ fn deals_closing_per_month_by_owner_are_bucketed_in_the_accounts_zone() {
     )
     .unwrap();
     assert_eq!(out["time_zone"], "US/Eastern");
-    assert_eq!(out["group_by"], json!(["closedate by month", "hubspot_owner_id"]));
+    assert_eq!(
+        out["group_by"],
+        json!(["closedate by month", "hubspot_owner_id"])
+    );
     let groups = out["groups"].as_array().unwrap();
     // 02:30 UTC on the 1st of each month is still the previous month in New York: January
     // 1st's deals close in December 2025.
@@ -376,10 +379,7 @@ fn what_cannot_be_aggregated_is_refused_before_any_search() {
 fn without_the_read_scope_nothing_is_sent_and_without_owners_ids_stay_unnamed() {
     let mut portal = Portal::new(deals(10));
     let err = aggregate(&mut portal, &["oauth"], json!({"object_type": "deals"})).unwrap_err();
-    assert!(
-        err.to_string().contains("crm.objects.deals.read"),
-        "{err}"
-    );
+    assert!(err.to_string().contains("crm.objects.deals.read"), "{err}");
     assert!(portal.paths.is_empty(), "{:?}", portal.paths);
 
     let mut portal = Portal::new(deals(10));

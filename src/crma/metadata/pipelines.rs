@@ -292,13 +292,15 @@ pub(crate) fn pipeline_names(
         vec!["crm", "v3", "pipelines", &object],
         format!("{object} pipelines"),
     );
-    let mut pipelines: Collection<WirePipeline> = decode(client::send(session, call)?, "pipelines")?;
+    let mut pipelines: Collection<WirePipeline> =
+        decode(client::send(session, call)?, "pipelines")?;
     pipelines.results.sort_by_key(|p| p.display_order);
     Ok(pipelines
         .results
         .into_iter()
         .map(|mut p| {
-            p.stages.sort_by_key(|s| s.display_order.unwrap_or(i64::MAX));
+            p.stages
+                .sort_by_key(|s| s.display_order.unwrap_or(i64::MAX));
             PipelineNames {
                 id: p.id,
                 label: p.label,

@@ -14,11 +14,11 @@
 //! The request bodies ([`ExportPlan::body`]), the page-to-lines mapping ([`page_lines`]) and
 //! the pacing ([`keyset::pause_before`](super::keyset::pause_before)) are pure; [`run`] is the loop around them.
 
+use super::keyset::{KeysetWalk, ascending_ids};
 use super::{
     Direction, Filter, FilterGroup, FoundRecord, MAX_FILTERS, MAX_FILTERS_PER_GROUP, MAX_LIMIT,
     Operator, Search, SearchOutput, Sort,
 };
-use super::keyset::{KeysetWalk, ascending_ids};
 use crate::crma::scopes::{self, Operation};
 use crate::crma::types::{ObjectType, PropertyName};
 use crate::crma::wire::RecordObject;
@@ -218,7 +218,10 @@ pub(crate) struct PageLines {
     /// How many records (lines) that is.
     pub(crate) count: u64,
     /// The last id written (the `after` given when nothing was): the next page starts above it.
-    #[cfg_attr(not(test), allow(dead_code, reason = "the walk keeps its own place; tests read it"))]
+    #[cfg_attr(
+        not(test),
+        allow(dead_code, reason = "the walk keeps its own place; tests read it")
+    )]
     pub(crate) last_id: Option<u64>,
     /// The first records, up to the number asked for, for the answer's preview.
     pub(crate) preview: Vec<FoundRecord>,
@@ -235,7 +238,9 @@ pub(crate) fn page_lines(
     room: u64,
     preview: usize,
 ) -> Result<PageLines, String> {
-    let kept = records.len().min(usize::try_from(room).unwrap_or(usize::MAX));
+    let kept = records
+        .len()
+        .min(usize::try_from(room).unwrap_or(usize::MAX));
     let last_id = ascending_ids(&records[..kept], after)?;
     let mut page = PageLines {
         jsonl: Vec::new(),

@@ -73,8 +73,9 @@ impl<'p> KeysetWalk<'p> {
         self.total.get_or_insert(answer.total);
         let more = answer.page.next_after().is_some();
         let records = answer.page.results;
-        let last = ascending_ids(&records, self.after)
-            .map_err(|why| ToolError::from(CrmProblem::unexpected_answer(Crm::Hubspot, 200, why)))?;
+        let last = ascending_ids(&records, self.after).map_err(|why| {
+            ToolError::from(CrmProblem::unexpected_answer(Crm::Hubspot, 200, why))
+        })?;
         let page = KeysetPage {
             records,
             after: self.after,

@@ -9,6 +9,9 @@
 //!   400 error"), so a client that pages with `after` never sees the rest; sorting by
 //!   `hs_object_id` and filtering `hs_object_id GT <last id>` (compared as numbers) reaches
 //!   every record, as on a real portal.
+//! - `associations.{type}` (`associations.contact`, `.company`, `.deal`) is the pseudo-property
+//!   that finds records associated with another ("Search through associations": `EQ` or `IN`
+//!   the other record's id), as activity timelines use it.
 //! - A page holds at most 200 records ("The maximum number of supported objects per page is
 //!   200"); the sandbox refuses a larger `limit` rather than quietly shortening the page, so a
 //!   client that asks for more is caught here.
@@ -26,6 +29,7 @@ const MAX_LIMIT: u64 = 200;
 pub(super) fn search<'r>(
     records: impl Iterator<Item = &'r Value>,
     definitions: &[Value],
+    associated: &dyn Fn(&str, u64, &Value) -> bool,
     body: &Value,
 ) -> Answer {
     let groups = body["filterGroups"].as_array().cloned().unwrap_or_default();
@@ -38,29 +42,31 @@ pub(super) fn search<'r>(
             .unwrap_or("string")
             .to_string()
     };
-    let mut hits: Vec<&Value> = records
-        .filter(|r| {
-            groups.is_empty()
-                || groups.iter().any(|g| {
-                    g["filters"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .all(|f| matches(&r["properties"], f, &type_of))
-                })
-        })
-        .filter(|r| match &text {
-            None => true,
-            Some(t) => r["properties"]
-                .as_object()
-                .into_iter()
-                .flatten()
-                .any(|(_, v)| {
-                    v.as_str()
-                        .is_some_and(|s| s.to_lowercase().contains(t.as_str()))
-                }),
-        })
-        .collect();
+    let mut hits: Vec<&Value> =
+        records
+            .filter(|r| {
+                groups.is_empty()
+                    || groups.iter().any(|g| {
+                        g["filters"].as_array().into_iter().flatten().all(|f| {
+                            match association_filter(f) {
+                                Some((to, ids)) => ids.iter().any(|id| associated(to, *id, r)),
+                                None => matches(&r["properties"], f, &type_of),
+                            }
+                        })
+                    })
+            })
+            .filter(|r| match &text {
+                None => true,
+                Some(t) => r["properties"]
+                    .as_object()
+                    .into_iter()
+                    .flatten()
+                    .any(|(_, v)| {
+                        v.as_str()
+                            .is_some_and(|s| s.to_lowercase().contains(t.as_str()))
+                    }),
+            })
+            .collect();
     if let Some(sort) = body["sorts"].get(0) {
         let name = sort["propertyName"].as_str().unwrap_or_default();
         hits.sort_by(|a, b| compare(&a["properties"][name], &b["properties"][name]));
@@ -130,6 +136,24 @@ pub(super) fn project(record: &Value, wanted: &[&str]) -> Value {
         out["archivedAt"] = record["archivedAt"].clone();
     }
     out
+}
+
+/// An `associations.{type}` filter: the other type (singular, as HubSpot spells it) and the
+/// ids it names.
+fn association_filter(filter: &Value) -> Option<(&str, Vec<u64>)> {
+    let to = filter["propertyName"]
+        .as_str()?
+        .strip_prefix("associations.")?;
+    let ids = match filter["operator"].as_str()? {
+        "EQ" => vec![filter["value"].as_str()?.parse().ok()?],
+        "IN" => filter["values"]
+            .as_array()?
+            .iter()
+            .filter_map(|v| v.as_str()?.parse().ok())
+            .collect(),
+        _ => return None,
+    };
+    Some((to, ids))
 }
 
 /// One search filter against a record's properties; `type_of` names a property's type.

@@ -34,14 +34,14 @@ pub(super) struct Select {
     pub(super) limit: Option<usize>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) struct Condition {
     pub(super) field: String,
     pub(super) op: String,
     pub(super) value: Literal,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) enum Literal {
     Scalar(Value),
     List(Vec<Value>),
@@ -159,62 +159,105 @@ impl Select {
     }
 }
 
+/// A WHERE clause as an OR of AND groups: parentheses are multiplied out, so
+/// `(WhoId = 'a' OR WhatId = 'a') AND CreatedDate < x` is two groups of two.
 fn parse_conditions(tokens: &[String]) -> Result<Vec<Vec<Condition>>, String> {
-    let mut groups = vec![Vec::new()];
-    let mut i = 0;
-    while i < tokens.len() {
-        let word = tokens[i].to_ascii_uppercase();
-        if word == "AND" {
-            i += 1;
-            continue;
-        }
-        if word == "OR" {
-            groups.push(Vec::new());
-            i += 1;
-            continue;
-        }
-        let field = tokens[i].clone();
-        let op = tokens
-            .get(i + 1)
-            .ok_or("a condition needs an operator")?
-            .to_ascii_uppercase();
-        let (value, used) = if op == "IN" {
-            let close = tokens[i + 2..]
-                .iter()
-                .position(|t| t == ")")
-                .ok_or("IN needs a closing parenthesis")?;
-            let list = tokens[i + 3..i + 2 + close]
-                .iter()
-                .filter(|t| *t != ",")
-                .map(|t| literal(t))
-                .collect::<Result<Vec<_>, _>>()?;
-            (
-                Literal::List(
-                    list.into_iter()
-                        .filter_map(|l| match l {
-                            Literal::Scalar(v) => Some(v),
-                            _ => None,
-                        })
-                        .collect(),
-                ),
-                close + 3,
-            )
-        } else {
-            (
-                literal(tokens.get(i + 2).ok_or("a condition needs a value")?)?,
-                3,
-            )
-        };
-        if !["=", "!=", "<>", "<", "<=", ">", ">=", "LIKE", "IN"].contains(&op.as_str()) {
-            return Err(format!("unexpected token: '{op}'"));
-        }
-        groups
-            .last_mut()
-            .expect("never empty")
-            .push(Condition { field, op, value });
-        i += used;
+    let mut at = 0;
+    let groups = any_of(tokens, &mut at)?;
+    match tokens.get(at) {
+        None => Ok(groups),
+        Some(extra) => Err(format!("unexpected token: '{extra}'")),
+    }
+}
+
+fn is_word(tokens: &[String], at: usize, word: &str) -> bool {
+    tokens.get(at).is_some_and(|t| t.eq_ignore_ascii_case(word))
+}
+
+/// Terms joined by OR.
+fn any_of(tokens: &[String], at: &mut usize) -> Result<Vec<Vec<Condition>>, String> {
+    let mut groups = all_of(tokens, at)?;
+    while is_word(tokens, *at, "OR") {
+        *at += 1;
+        groups.extend(all_of(tokens, at)?);
     }
     Ok(groups)
+}
+
+/// Factors joined by AND, multiplied out.
+fn all_of(tokens: &[String], at: &mut usize) -> Result<Vec<Vec<Condition>>, String> {
+    let mut groups = factor(tokens, at)?;
+    while is_word(tokens, *at, "AND") {
+        *at += 1;
+        let right = factor(tokens, at)?;
+        groups = groups
+            .iter()
+            .flat_map(|left| {
+                right.iter().map(move |r| {
+                    let mut both = left.clone();
+                    both.extend(r.iter().cloned());
+                    both
+                })
+            })
+            .collect();
+    }
+    Ok(groups)
+}
+
+/// A parenthesised clause or one condition.
+fn factor(tokens: &[String], at: &mut usize) -> Result<Vec<Vec<Condition>>, String> {
+    if tokens.get(*at).is_some_and(|t| t == "(") {
+        *at += 1;
+        let groups = any_of(tokens, at)?;
+        if tokens.get(*at).is_none_or(|t| t != ")") {
+            return Err("expecting a right parentheses, found end of WHERE".into());
+        }
+        *at += 1;
+        return Ok(groups);
+    }
+    let (condition, used) = condition(&tokens[*at..])?;
+    *at += used;
+    Ok(vec![vec![condition]])
+}
+
+/// One `field op value` condition at the start of `tokens`, and how many tokens it took.
+fn condition(tokens: &[String]) -> Result<(Condition, usize), String> {
+    let field = tokens.first().ok_or("a condition needs a field")?.clone();
+    let op = tokens
+        .get(1)
+        .ok_or("a condition needs an operator")?
+        .to_ascii_uppercase();
+    let (value, used) = if op == "IN" {
+        let close = tokens[2..]
+            .iter()
+            .position(|t| t == ")")
+            .ok_or("IN needs a closing parenthesis")?;
+        let list = tokens[3..2 + close]
+            .iter()
+            .filter(|t| *t != ",")
+            .map(|t| literal(t))
+            .collect::<Result<Vec<_>, _>>()?;
+        (
+            Literal::List(
+                list.into_iter()
+                    .filter_map(|l| match l {
+                        Literal::Scalar(v) => Some(v),
+                        _ => None,
+                    })
+                    .collect(),
+            ),
+            close + 3,
+        )
+    } else {
+        (
+            literal(tokens.get(2).ok_or("a condition needs a value")?)?,
+            3,
+        )
+    };
+    if !["=", "!=", "<>", "<", "<=", ">", ">=", "LIKE", "IN"].contains(&op.as_str()) {
+        return Err(format!("unexpected token: '{op}'"));
+    }
+    Ok((Condition { field, op, value }, used))
 }
 
 fn literal(token: &str) -> Result<Literal, String> {

@@ -85,8 +85,12 @@ fn check_stages(out: &Value, deals: &[Value]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn twenty_five_thousand_deals_by_stage_every_one_counted_once_and_memory_flat() {
     let (host, sandbox, audit) = acme_host();
-    let small = sandbox.seed_hubspot_deals("acme", 2_000, "Small2k").unwrap();
-    let large = sandbox.seed_hubspot_deals("acme", 25_000, "Bulk25k").unwrap();
+    let small = sandbox
+        .seed_hubspot_deals("acme", 2_000, "Small2k")
+        .unwrap();
+    let large = sandbox
+        .seed_hubspot_deals("acme", 25_000, "Bulk25k")
+        .unwrap();
     let by_stage_input = |label: &str| {
         json!({"object_type": "deals", "filter_groups": named(label),
                "group_by": [{"property": "dealstage"}], "metrics": ["sum:amount", "avg:amount"]})
@@ -123,7 +127,9 @@ async fn twenty_five_thousand_deals_by_stage_every_one_counted_once_and_memory_f
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deals_closing_per_month_by_owner_in_the_accounts_zone() {
     let (host, sandbox, _audit) = acme_host();
-    let deals = sandbox.seed_hubspot_deals("acme", 1_000, "Monthly1k").unwrap();
+    let deals = sandbox
+        .seed_hubspot_deals("acme", 1_000, "Monthly1k")
+        .unwrap();
     let out = output(
         host.call(aggregate(json!({
             "object_type": "deals", "filter_groups": named("Monthly1k"),
@@ -152,7 +158,10 @@ async fn deals_closing_per_month_by_owner_in_the_accounts_zone() {
     }
     let groups = out["groups"].as_array().unwrap();
     assert_eq!(groups.len(), expected.len(), "{out}");
-    assert_eq!(groups[0]["keys"][0]["value"], "2025-12", "time order, from December");
+    assert_eq!(
+        groups[0]["keys"][0]["value"], "2025-12",
+        "time order, from December"
+    );
     for group in groups {
         let key = (
             group["keys"][0]["value"].as_str().unwrap().to_string(),

@@ -118,9 +118,9 @@ async fn every_crma_tool_is_listed() {
     assert_eq!(names.iter().filter(|n| n.starts_with("crma_")).count(), 17);
     assert_eq!(
         names.len(),
-        28,
-        "17 CRM A tools, 6 CRM B tools, the change journal's three, the connection check and \
-         the cross-CRM lookup"
+        29,
+        "17 CRM A tools, 6 CRM B tools, the change journal's three, the connection check, \
+         the cross-CRM lookup and the timeline"
     );
     for read_only in [
         "crma_search_records",

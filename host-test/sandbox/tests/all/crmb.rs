@@ -49,7 +49,7 @@ async fn every_tool_has_a_title_annotations_and_an_output_schema() {
         names(tools.iter().map(|t| t.name.as_str()).collect()),
         "one metadata row per tool, in list-tools order"
     );
-    assert_eq!(metadata.len(), 28);
+    assert_eq!(metadata.len(), 29);
     for (tool, meta) in tools.iter().zip(&metadata) {
         assert_eq!(meta.annotations.read_only, tool.read_only, "{}", tool.name);
         assert!(!meta.title.is_empty(), "{}", tool.name);

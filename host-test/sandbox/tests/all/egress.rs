@@ -250,7 +250,12 @@ async fn the_real_component_needs_nothing_its_policy_refuses() {
     host.add_tenant(spec, plugin()).unwrap();
     let tools = host.list_tools("acme").await.unwrap();
     let mut request = call("acme", "", json!(null));
-    request.granted_scopes = ALL_SCOPES.iter().map(|s| s.to_string()).collect();
+    // The spec's optional `timeline` scope too, for crm_record_timeline.
+    request.granted_scopes = ALL_SCOPES
+        .iter()
+        .chain(&["timeline"])
+        .map(|s| s.to_string())
+        .collect();
     request.instance_url = Some(SandboxCrm::instance_url("acme"));
     let calls = sandbox_tour();
     for tool in &tools {
@@ -379,8 +384,24 @@ fn sandbox_tour() -> Vec<(&'static str, Value)> {
                    "metrics": ["avg:amount"], "order_by": "avg:amount"}),
         ),
         (
+            "crm_record_timeline",
+            json!({"crm": "hubspot", "object_type": "contacts", "record_id": "357200"}),
+        ),
+        (
+            "crm_record_timeline",
+            json!({"crm": "salesforce", "record_id": "0035gA000000001ABA"}),
+        ),
+        (
             "crm_find_across",
             json!({"email": "maria.garcia@acme-energy.example.com"}),
+        ),
+        (
+            "crm_record_timeline",
+            json!({"crm": "hubspot", "object_type": "contacts", "record_id": "357200"}),
+        ),
+        (
+            "crm_record_timeline",
+            json!({"crm": "salesforce", "record_id": "0035gA000000001ABA"}),
         ),
         (
             "crm_find_across",

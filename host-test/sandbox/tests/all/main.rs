@@ -20,3 +20,4 @@ mod security;
 mod startup;
 mod status;
 mod sync;
+mod timeline;

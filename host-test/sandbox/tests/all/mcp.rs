@@ -62,8 +62,8 @@ async fn an_mcp_client_over_stdio_lists_reads_creates_and_sees_errors() {
     let tools = client.list_all_tools().await.unwrap();
     assert_eq!(
         tools.len(),
-        29,
-        "28 component tools and crm_read_result_file"
+        30,
+        "29 component tools and crm_read_result_file"
     );
     for tool in &tools {
         let annotations = tool.annotations.as_ref().unwrap();
@@ -327,7 +327,7 @@ async fn a_swap_during_a_session_loses_no_call_and_tells_the_client() {
     })
     .await
     .expect("notifications/tools/list_changed after the swap");
-    assert_eq!(client.list_all_tools().await.unwrap().len(), 29);
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 30);
 }
 
 /// Both sandbox tenants behind one Streamable HTTP server, each with its own token and
@@ -372,7 +372,7 @@ pub(crate) async fn http_client(url: &str, token: &str) -> RunningService<RoleCl
 /// query result file is readable; returns that file's URI.
 async fn tenant_session(url: &str, token: &str, own: &str, other: &str, query: &str) -> String {
     let client = http_client(url, token).await;
-    assert_eq!(client.list_all_tools().await.unwrap().len(), 29);
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 30);
     let read = |id: &str| {
         call(
             "crmb_get_record",
@@ -623,7 +623,7 @@ async fn the_stateless_2026_era_discovers_calls_and_hears_of_swaps() {
         client.peer_info().unwrap().protocol_version,
         ProtocolVersion::V_2026_07_28
     );
-    assert_eq!(client.list_all_tools().await.unwrap().len(), 29);
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 30);
     let owners = client
         .call_tool(call("crma_list_owners", json!({})))
         .await
@@ -786,7 +786,7 @@ async fn discovered_session_reads(
         client.peer_info().unwrap().protocol_version,
         ProtocolVersion::V_2026_07_28
     );
-    assert_eq!(client.list_all_tools().await.unwrap().len(), 29);
+    assert_eq!(client.list_all_tools().await.unwrap().len(), 30);
     let read = client
         .call_tool(call(
             "crmb_get_record",

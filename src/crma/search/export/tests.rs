@@ -1,6 +1,6 @@
 use super::*;
-use crate::crma::search::keyset::pause_before;
 use crate::config::keys;
+use crate::crma::search::keyset::pause_before;
 use crate::harness;
 use crate::http::{Request, Response, Transport, TransportError};
 use crate::retry::tests::{ScriptedTransport, response};

@@ -1,0 +1,142 @@
+//! A Salesforce record's activities: the Tasks and Events whose `WhoId` (a Contact or Lead) or
+//! `WhatId` (an Account, Opportunity or other record) is the record, by SOQL ("Task" and
+//! "Event" in the Object Reference). A Task's time is its creation (`ActivityDate` is only a
+//! due date, often empty); an Event's is its start. Each query asks for the newest items at
+//! or before the cursor, `want` at most.
+
+use super::{Cursor, Fetched, Item, preview};
+use crate::crmb::client::{self as crmb_client, QueryPage};
+use crate::crmb::ids::{ApiName, SalesforceId};
+use crate::crmb::record_url::InstanceUrl;
+use crate::error::{Crm, CrmProblem, ToolError};
+use crate::http::Request;
+use crate::proxy;
+use crate::tool::Session;
+use serde_json::{Map, Value};
+
+/// One object's query: its name on the timeline, its time field, the fields shown.
+struct Source {
+    object: &'static str,
+    name: &'static str,
+    time: &'static str,
+    status: Option<&'static str>,
+}
+
+const SOURCES: [Source; 2] = [
+    Source {
+        object: "Task",
+        name: "task",
+        time: "CreatedDate",
+        status: Some("Status"),
+    },
+    Source {
+        object: "Event",
+        name: "event",
+        time: "StartDateTime",
+        status: None,
+    },
+];
+
+/// The SOQL for `source`'s activities of `id`: ids are checked Salesforce ids and the time is
+/// a literal this module writes, so nothing in it comes from the caller unchecked.
+fn soql(
+    source: &Source,
+    id: &SalesforceId,
+    cursor: Option<&Cursor>,
+    want: usize,
+    shown: &[&str],
+) -> String {
+    let id = id.as_str();
+    let before = cursor
+        .map(|c| {
+            format!(
+                " AND {} <= {}",
+                source.time,
+                crate::time::iso_utc(c.before - c.before % 1000).replace(".000Z", "Z")
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        "SELECT {} FROM {} WHERE (WhoId = '{id}' OR WhatId = '{id}'){before} ORDER BY {} DESC LIMIT {want}",
+        shown.join(", "),
+        source.object,
+        source.time
+    )
+}
+
+/// Both objects' newest items before the cursor.
+pub(super) fn fetch(
+    session: &mut Session<'_>,
+    id: &SalesforceId,
+    cursor: Option<&Cursor>,
+    want: usize,
+) -> Result<Vec<Fetched>, ToolError> {
+    let config = session.config()?;
+    let masked = |name: &str| config.policy.is_masked(name);
+    let instance = InstanceUrl::if_known(session.ctx.instance_url.as_deref())?;
+    let mut fetched = Vec::new();
+    for source in &SOURCES {
+        let shown: Vec<&str> = ["Id", source.time, "Subject", "Description", "Owner.Name"]
+            .into_iter()
+            .chain(source.status)
+            .filter(|name| !masked(name) && !(name.starts_with("Owner.") && masked("OwnerId")))
+            .collect();
+        let query = soql(source, id, cursor, want, &shown);
+        let url = proxy::crm_b(config, &["query"], &[("q", &query)])?;
+        let subject = format!("the {}s of {}", source.object, id.as_str());
+        let response = crmb_client::send(session, &Request::read(Crm::Salesforce, url), &subject)?;
+        let page: QueryPage = serde_json::from_slice(&response.body).map_err(|e| {
+            CrmProblem::unexpected_answer(
+                Crm::Salesforce,
+                response.status,
+                format!("the answer about {subject} was not a query result: {e}"),
+            )
+        })?;
+        let full = page.records.len() >= want;
+        let object = ApiName::parse(source.object).map_err(ToolError::invalid)?;
+        let items = page
+            .records
+            .into_iter()
+            .filter_map(|row| item(source, &row, instance.as_ref(), &object))
+            .collect();
+        fetched.push(Fetched { items, full });
+    }
+    Ok(fetched)
+}
+
+/// One row as a timeline item; `None` for a row without an id or a readable time.
+fn item(
+    source: &Source,
+    row: &Map<String, Value>,
+    instance: Option<&InstanceUrl>,
+    object: &ApiName,
+) -> Option<Item> {
+    let text = |name: &str| {
+        row.get(name)
+            .and_then(Value::as_str)
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
+    };
+    let id = text("Id")?;
+    let millis = crate::time::parse_iso_utc(&text(source.time)?)?;
+    let owner = row
+        .get("Owner")
+        .and_then(|o| o.get("Name"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let url = match (instance, SalesforceId::parse(&id)) {
+        (Some(instance), Ok(sf_id)) => Some(instance.record_url(object, &sf_id).to_string()),
+        _ => None,
+    };
+    Some(Item {
+        kind: source.name,
+        time: crate::time::iso_utc(millis),
+        subject: text("Subject"),
+        preview: text("Description").and_then(|d| preview(&d)),
+        owner,
+        status: source.status.and_then(text),
+        url,
+        millis,
+        id,
+    })
+}
