@@ -128,6 +128,48 @@ pub(super) struct OwnerTeam {
     pub(crate) primary: bool,
 }
 
+/// Most owner pages read for names (500 owners a page).
+const MAX_OWNER_PAGES: usize = 20;
+
+/// Owners' names (`Jane Doe`, else the e-mail, else the id), active and archived, by owner
+/// id: what turns a stored `hubspot_owner_id` into words.
+pub(crate) fn owner_names(
+    session: &mut Session<'_>,
+) -> Result<std::collections::BTreeMap<String, String>, ToolError> {
+    let mut names = std::collections::BTreeMap::new();
+    for archived in ["false", "true"] {
+        let mut after: Option<String> = None;
+        for _ in 0..MAX_OWNER_PAGES {
+            let mut query = vec![("limit", "500".to_string()), ("archived", archived.into())];
+            if let Some(after) = &after {
+                query.push(("after", after.clone()));
+            }
+            let call = Call::get(Operation::ListOwners, vec!["crm", "v3", "owners"], "owners")
+                .with_query(query);
+            let page: Page<Owner> = client::send_for(session, call)?;
+            after = page.next_after().map(str::to_string);
+            for owner in page.results {
+                let name = [owner.first_name.as_deref(), owner.last_name.as_deref()]
+                    .into_iter()
+                    .flatten()
+                    .filter(|n| !n.is_empty())
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let name = if name.is_empty() {
+                    owner.email.clone().unwrap_or_else(|| owner.id.clone())
+                } else {
+                    name
+                };
+                names.entry(owner.id).or_insert(name);
+            }
+            if after.is_none() {
+                break;
+            }
+        }
+    }
+    Ok(names)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,46 +235,4 @@ mod tests {
             .unwrap_err();
         assert!(err.to_string().contains("missing field `name`"), "{err}");
     }
-}
-
-/// Most owner pages read for names (500 owners a page).
-const MAX_OWNER_PAGES: usize = 20;
-
-/// Owners' names (`Jane Doe`, else the e-mail, else the id), active and archived, by owner
-/// id: what turns a stored `hubspot_owner_id` into words.
-pub(crate) fn owner_names(
-    session: &mut Session<'_>,
-) -> Result<std::collections::BTreeMap<String, String>, ToolError> {
-    let mut names = std::collections::BTreeMap::new();
-    for archived in ["false", "true"] {
-        let mut after: Option<String> = None;
-        for _ in 0..MAX_OWNER_PAGES {
-            let mut query = vec![("limit", "500".to_string()), ("archived", archived.into())];
-            if let Some(after) = &after {
-                query.push(("after", after.clone()));
-            }
-            let call = Call::get(Operation::ListOwners, vec!["crm", "v3", "owners"], "owners")
-                .with_query(query);
-            let page: Page<Owner> = client::send_for(session, call)?;
-            after = page.next_after().map(str::to_string);
-            for owner in page.results {
-                let name = [owner.first_name.as_deref(), owner.last_name.as_deref()]
-                    .into_iter()
-                    .flatten()
-                    .filter(|n| !n.is_empty())
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                let name = if name.is_empty() {
-                    owner.email.clone().unwrap_or_else(|| owner.id.clone())
-                } else {
-                    name
-                };
-                names.entry(owner.id).or_insert(name);
-            }
-            if after.is_none() {
-                break;
-            }
-        }
-    }
-    Ok(names)
 }

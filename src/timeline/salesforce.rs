@@ -79,7 +79,8 @@ pub(super) fn fetch(
         let shown: Vec<&str> = ["Id", source.time, "Subject", "Description", "Owner.Name"]
             .into_iter()
             .chain(source.status)
-            .filter(|name| !masked(name) && !(name.starts_with("Owner.") && masked("OwnerId")))
+            // The owner's name shows who the owner is: masked with OwnerId.
+            .filter(|name| !(masked(name) || name.starts_with("Owner.") && masked("OwnerId")))
             .collect();
         let query = soql(source, id, cursor, want, &shown);
         let url = proxy::crm_b(config, &["query"], &[("q", &query)])?;

@@ -1,9 +1,10 @@
-//! `cargo bench -p host-test`: prints the component's size, its compile time, and
+//! `cargo bench -p crm-sandbox`: prints the component's size, its compile time, and
 //! instantiate+call latency (p50/p99) through the whole host against the in-process stub.
 //! Figures, not assertions: targets are read from here, never enforced by timed tests.
 //!
-//! `cargo bench -p host-test --bench plugin -- memory` prints only the peak-memory figures (the
-//! SOQL export and the user/owner sync), which need no latency runs.
+//! `cargo bench -p crm-sandbox --bench plugin -- memory` prints only the peak-memory figures (the
+//! SOQL export, the user/owner sync, the HubSpot export and aggregate), which need no latency
+//! runs; `-- aggregate` only the aggregate's.
 
 use crm_host::{AuditLog, CallRequest, Host, HostLimits, Runtime, TenantSpec};
 use crm_sandbox::stub::{Reply, StubBackend};
@@ -11,6 +12,8 @@ use serde_json::json;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+#[path = "aggregate.rs"]
+mod aggregate;
 // In a folder, not benches/network.rs, so cargo does not take it for a bench target of its own.
 #[path = "export.rs"]
 mod export;
@@ -31,6 +34,8 @@ fn main() {
     let mapping_only = std::env::args().any(|a| a == "mapping");
     // `network`: only the loopback HTTP and HTTPS figures.
     let network_only = std::env::args().any(|a| a == "network");
+    // `aggregate`: only the HubSpot aggregate's memory at 2,000 and 25,000 deals.
+    let aggregate_only = std::env::args().any(|a| a == "aggregate");
     // CRM_BENCH_COMPONENT swaps in another build, e.g. one that keeps function names for a
     // profile (`CARGO_PROFILE_RELEASE_STRIP=none`).
     let component = std::env::var("CRM_BENCH_COMPONENT")
@@ -42,7 +47,7 @@ fn main() {
         wasm.len() as f64 / 1024.0
     );
 
-    if !memory_only && !percall_only && !mapping_only && !network_only {
+    if !memory_only && !percall_only && !mapping_only && !network_only && !aggregate_only {
         let mut compile = Vec::new();
         for _ in 0..5 {
             let runtime = Runtime::new(HostLimits::default()).unwrap();
@@ -88,6 +93,10 @@ fn main() {
         )
         .unwrap();
         let runtime_for_queries = host.runtime().clone();
+        if aggregate_only {
+            aggregate::figures(&runtime_for_queries, &wasm).await;
+            return;
+        }
         if percall_only {
             per_call(&host).await;
             return;
@@ -110,6 +119,7 @@ fn main() {
             sync_figures(&runtime_for_queries, &wasm, owners, users).await;
         }
         export::figures(&runtime_for_queries, &wasm).await;
+        aggregate::figures(&runtime_for_queries, &wasm).await;
         if memory_only {
             return;
         }

@@ -95,11 +95,47 @@ pub(crate) async fn demo(
             "crma_generate_record_url",
             r#"{"object_type":"deals","record_id":"357300"}"#,
         ),
+        (
+            "HubSpot: pipeline value by stage (every deal read, only the groups answered)",
+            "crma_aggregate_records",
+            r#"{"object_type":"deals","group_by":[{"property":"dealstage"}],"metrics":["sum:amount","avg:amount"]}"#,
+        ),
+        (
+            "HubSpot: deals closing per quarter by owner, in the account's time zone",
+            "crma_aggregate_records",
+            r#"{"object_type":"deals","group_by":[{"property":"closedate","bucket":"quarter"},{"property":"hubspot_owner_id"}],"metrics":["sum:amount"]}"#,
+        ),
+        (
+            "Salesforce: what happened with Maria Lopez lately?",
+            "crm_record_timeline",
+            r#"{"crm":"salesforce","record_id":"0035gA000000001ABA","limit":5}"#,
+        ),
+        (
+            "Is Maria Garcia the same customer in both CRMs, and what disagrees?",
+            "crm_find_across",
+            r#"{"email":"maria.garcia@acme-energy.example.com"}"#,
+        ),
+        (
+            "Are both CRMs connected, with the scopes and API access they need?",
+            "crm_connection_status",
+            "{}",
+        ),
     ];
     for (title, tool, input) in steps {
         println!("\n## {title}\n$ crm-sandbox call {tool} '{input}'");
         report(host.call(request(tool, input)).await);
     }
+    let (tool, input) = (
+        "crm_record_timeline",
+        r#"{"crm":"hubspot","object_type":"contacts","record_id":"357200","limit":5}"#,
+    );
+    println!(
+        "\n## HubSpot: Maria Garcia's latest activities (needs the spec's optional timeline scope)\n\
+         $ crm-sandbox --scopes <the required scopes>,timeline call {tool} '{input}'"
+    );
+    let mut with_timeline = request(tool, input);
+    with_timeline.granted_scopes.push("timeline".into());
+    report(host.call(with_timeline).await);
     governed(host, request).await;
     let read_only = "crm.objects.deals.read";
     let tool = "crma_create_record";

@@ -289,3 +289,37 @@ fn keyset_paging_by_hs_object_id_reaches_past_ten_thousand_and_offsets_do_not() 
     }
     assert_eq!(seen, ids);
 }
+
+#[test]
+fn activities_are_found_by_the_record_they_are_associated_with() {
+    let mut d = data();
+    let search = |d: &mut HubSpotData, object: &str, filters: Value| {
+        let body = json!({"filterGroups": [{"filters": filters}], "limit": 10,
+                          "sorts": [{"propertyName": "hs_timestamp", "direction": "DESCENDING"}]});
+        let (status, answer) = d.answer(
+            "POST",
+            &["crm", "v3", "objects", object, "search"],
+            None,
+            body.to_string().as_bytes(),
+        );
+        assert_eq!(status, 200, "{answer}");
+        answer["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    let maria =
+        json!([{"propertyName": "associations.contact", "operator": "EQ", "value": "357200"}]);
+    assert_eq!(search(&mut d, "notes", maria.clone()), ["357400"]);
+    assert_eq!(search(&mut d, "calls", maria.clone()), ["357600"]);
+    let deal = json!([{"propertyName": "associations.deal", "operator": "EQ", "value": "357300"}]);
+    assert_eq!(search(&mut d, "calls", deal), ["357600"]);
+    let nobody = json!([{"propertyName": "associations.contact", "operator": "EQ", "value": "1"}]);
+    assert!(search(&mut d, "notes", nobody).is_empty());
+    // Combined with a time filter, as a timeline's next page asks.
+    let before = json!([{"propertyName": "associations.contact", "operator": "EQ", "value": "357200"},
+                        {"propertyName": "hs_timestamp", "operator": "LTE", "value": "1763000000000"}]);
+    assert_eq!(search(&mut d, "notes", before), ["357400"]);
+}

@@ -259,3 +259,35 @@ fn records_describe_create_and_update() {
         405
     );
 }
+
+#[test]
+fn parentheses_group_conditions_as_soql_requires_when_and_and_or_mix() {
+    let mut data = acme();
+    let ids = |answer: &Value| -> Vec<String> {
+        answer["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["Id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let id = "0035gA000000001ABA";
+    let (status, both) = soql(
+        &mut data,
+        &format!(
+            "SELECT Id FROM Task WHERE (WhoId = '{id}' OR WhatId = '{id}') ORDER BY CreatedDate DESC"
+        ),
+    );
+    assert_eq!(status, 200, "{both}");
+    assert_eq!(ids(&both), ["00T5gA000000001EBA"]);
+    // The time bound applies to both sides of the OR.
+    let (_, none) = soql(
+        &mut data,
+        &format!(
+            "SELECT Id FROM Task WHERE (WhoId = '{id}' OR WhatId = '{id}') AND CreatedDate <= 2026-11-01T00:00:00Z"
+        ),
+    );
+    assert!(ids(&none).is_empty(), "{none}");
+    let (status, open) = soql(&mut data, "SELECT Id FROM Task WHERE (WhoId = 'x'");
+    assert_eq!(status, 400, "{open}");
+}
