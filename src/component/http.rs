@@ -7,6 +7,7 @@ use super::wasi::http::types::{
     ErrorCode, Fields, IncomingBody, Method as WasiMethod, OutgoingBody, OutgoingRequest,
     RequestOptions, Scheme,
 };
+use super::wasi::io::poll;
 use super::wasi::io::streams::StreamError;
 use crate::http::{Method, Request, Response, Transport, TransportError};
 use std::time::Duration;
@@ -19,6 +20,8 @@ pub(super) struct WasiHttp {
 
 /// Largest write `blocking-write-and-flush` accepts.
 const WRITE_CHUNK: usize = 4096;
+/// How long a failed body write waits for the answer that may explain it (a refusal).
+const ANSWER_GRACE_NANOS: u64 = 1_000_000_000;
 
 impl Transport for WasiHttp {
     fn send(&mut self, request: &Request) -> Result<Response, TransportError> {
@@ -28,9 +31,26 @@ impl Transport for WasiHttp {
             .map_err(|()| TransportError::NotSent("the request body was already taken".into()))?;
         let future = outgoing_handler::handle(outgoing, Some(self.options()))
             .map_err(|code| TransportError::NotSent(format!("{code:?}")))?;
-        write_body(body, request.body())?;
-        future.subscribe().block();
-        let response = match future.get() {
+        let answer = future.subscribe();
+        let got = match write_body(body, request.body()) {
+            Ok(()) => {
+                answer.block();
+                future.get()
+            }
+            Err(unwritten) => {
+                // A host or server that answers before reading the whole body (a refusal:
+                // the CRM is disconnected, the request is not allowed) closes the body
+                // stream. Its answer, when one comes at once, says what happened; only
+                // without one is the failed write the error.
+                let grace = monotonic_clock::subscribe_duration(ANSWER_GRACE_NANOS);
+                poll::poll(&[&answer, &grace]);
+                match future.get() {
+                    Some(Ok(answered)) => Some(Ok(answered)),
+                    _ => return Err(unwritten),
+                }
+            }
+        };
+        let response = match got {
             Some(Ok(Ok(response))) => response,
             Some(Ok(Err(code))) => return Err(from_error_code(code, self.timeout)),
             Some(Err(())) | None => {

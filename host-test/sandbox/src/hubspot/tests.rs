@@ -319,7 +319,11 @@ fn activities_are_found_by_the_record_they_are_associated_with() {
     let nobody = json!([{"propertyName": "associations.contact", "operator": "EQ", "value": "1"}]);
     assert!(search(&mut d, "notes", nobody).is_empty());
     // Combined with a time filter, as a timeline's next page asks.
-    let before = json!([{"propertyName": "associations.contact", "operator": "EQ", "value": "357200"},
-                        {"propertyName": "hs_timestamp", "operator": "LTE", "value": "1763000000000"}]);
-    assert_eq!(search(&mut d, "notes", before), ["357400"]);
+    let before = |millis: &str| {
+        json!([{"propertyName": "associations.contact", "operator": "EQ", "value": "357200"},
+               {"propertyName": "hs_timestamp", "operator": "LTE", "value": millis}])
+    };
+    // 2026-11-18, after the note; 2025-11-13, before it.
+    assert_eq!(search(&mut d, "notes", before("1795000000000")), ["357400"]);
+    assert!(search(&mut d, "notes", before("1763000000000")).is_empty());
 }

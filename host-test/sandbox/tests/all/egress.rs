@@ -440,6 +440,34 @@ async fn after_a_disconnect_nothing_is_sent_other_crms_and_tenants_go_on_and_rec
     );
 }
 
+/// A refusal comes before the host reads the body: a search whose body is larger than the
+/// body stream buffers still gets the typed refusal (not-connected, reconnect), never a
+/// retried "connection failed" about the half-written body.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_body_to_a_disconnected_crm_gets_the_refusal_not_a_broken_pipe() {
+    let stub = hubspot_stub();
+    let host = host(&stub);
+    host.disconnect("t1", Crm::Hubspot).unwrap();
+    let long = "x".repeat(2_900);
+    let filters: Vec<Value> = (0..6)
+        .map(|n| json!({"property": format!("p{n}"), "operator": "EQ", "value": long}))
+        .collect();
+    let groups: Vec<Value> = (0..3).map(|_| json!({"filters": filters})).collect();
+    for _ in 0..3 {
+        let out = host
+            .call(hs_call(
+                "crma_search_records",
+                json!({"object_type": "contacts", "filter_groups": groups, "query": long}),
+                ALL_SCOPES,
+            ))
+            .await;
+        let (kind, message) = tool_error(out);
+        assert_eq!(kind, "not-connected", "{message}");
+        assert!(message.contains("Reconnect HubSpot"), "{message}");
+    }
+    assert!(stub.requests().is_empty(), "nothing was sent");
+}
+
 #[test]
 fn an_operator_disconnects_from_the_command_line_and_every_later_start_honours_it() {
     let dir = temp_dir("cli-disconnect");
