@@ -173,7 +173,12 @@ impl WriteGuard for WriteGate {
         let sent = session.send_unguarded(&request, read_hint);
         let (status, created) = match &sent {
             Ok(answer) if answer.response.is_success() => {
-                (ChangeStatus::Applied, created_id(&answer.response.body))
+                match created_id(&answer.response.body) {
+                    // Made, but which record is not known (a cut-off answer): a second create
+                    // would be a duplicate, so it stays unknown until resolved.
+                    None if target.kind == WriteKind::Create => (ChangeStatus::Unknown, None),
+                    id => (ChangeStatus::Applied, id),
+                }
             }
             Ok(_) => (ChangeStatus::Failed, None),
             Err(ToolError::OutcomeUnknown(_)) => (ChangeStatus::Unknown, None),
@@ -188,6 +193,19 @@ impl WriteGuard for WriteGate {
                 Err(ToolError::OutcomeUnknown(format!(
                     "{why}. Its change_id is {id}: call crm_resolve_change with it to find out \
                      whether the record was made before creating it again"
+                )))
+            }
+            Ok(answer) if status == ChangeStatus::Unknown => {
+                Err(ToolError::OutcomeUnknown(format!(
+                    "{} answered {} to the create of a {} record but without a readable record id: \
+                 it was probably made. Its change_id is {id}: call crm_resolve_change with it to \
+                 find the record before creating it again",
+                    match target.crm {
+                        Crm::Hubspot => "HubSpot",
+                        Crm::Salesforce => "Salesforce",
+                    },
+                    answer.response.status,
+                    target.object
                 )))
             }
             other => other,

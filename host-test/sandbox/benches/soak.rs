@@ -1,11 +1,14 @@
-//! `cargo bench -p host-test --bench soak`: a soak and fault campaign. Several tenants, each
+//! `cargo bench -p crm-sandbox --bench soak`: a soak and fault campaign. Several tenants, each
 //! with its own broker origin, credential, component build and data, call tools concurrently
 //! while the stub injects 5xx, 429, read timeouts after send, connection resets and truncated
 //! bodies at random, and one tenant's component is swapped mid-run.
 //!
+//! One create in twenty is applied and then times out (outcome unknown), and the caller does
+//! what a model would: it tries the same create again at once.
+//!
 //! It prints calls per second, latency p50/p99, peak host memory, and the counts that must be
 //! zero: requests carrying another tenant's credential, answers carrying another tenant's data,
-//! writes sent more than once, untyped failures and traps. Figures, not assertions; the
+//! writes sent more than once, duplicate creates, untyped failures and traps. Figures, not assertions; the
 //! process exits non-zero when a must-be-zero count is not.
 //!
 //! `SOAK_CALLS` (default 50,000) and `SOAK_TENANTS` (default 4) change the size.
@@ -53,6 +56,8 @@ struct BrokerTally {
     requests: AtomicU64,
     /// Each write's unique marker → times it reached the broker.
     writes: Mutex<HashMap<String, u32>>,
+    /// Each create's subject → records made with it (a create that reached the broker).
+    creates: Mutex<HashMap<String, u32>>,
 }
 
 /// The stub broker: tenant `t` lives at `broker-t{t}.example.com` with credential `cred-t{t}`.
@@ -77,10 +82,23 @@ fn broker(tally: Arc<BrokerTally>, dice: Arc<Dice>) -> StubBackend {
                 .or(body["Description"].as_str())
                 .unwrap_or("?")
                 .to_string();
+            if method == "POST" {
+                *tally
+                    .creates
+                    .lock()
+                    .unwrap()
+                    .entry(key.clone())
+                    .or_default() += 1;
+            }
             *tally.writes.lock().unwrap().entry(key).or_default() += 1;
         }
         let answer = honest_answer(tenant, request);
-        match dice.roll() {
+        let roll = dice.roll();
+        if method == "POST" && roll % 20 == 7 {
+            // Applied, then no answer within the tenant's timeout: the outcome is unknown.
+            return Reply::Delay(Duration::from_millis(400), Box::new(answer));
+        }
+        match roll {
             0..=29 => Reply::json(
                 503,
                 json!([{"message": "Service Unavailable", "errorCode": "SERVER_UNAVAILABLE"}]),
@@ -165,6 +183,10 @@ struct CallerTally {
     foreign_data: AtomicU64,
     untyped: AtomicU64,
     traps: AtomicU64,
+    /// Creates whose outcome was unknown, each tried again at once.
+    unknown_creates: AtomicU64,
+    /// Of those second tries, the ones refused before anything was sent.
+    retries_refused: AtomicU64,
     latencies_us: Mutex<Vec<u64>>,
 }
 
@@ -280,6 +302,28 @@ fn main() {
                     let result = host.call(request(tenant, n)).await;
                     let took = at.elapsed().as_micros() as u64;
                     tally.latencies_us.lock().unwrap().push(took);
+                    if matches!(&result, Err(CallError::Tool(e)) if e.kind() == "outcome-unknown")
+                        && request(tenant, n).tool == "crmb_create_record"
+                    {
+                        // What a model does next: the same create again.
+                        tally.unknown_creates.fetch_add(1, Ordering::Relaxed);
+                        let again = host.call(request(tenant, n)).await;
+                        match &again {
+                            Err(CallError::Tool(e))
+                                if e.kind() == "invalid-input"
+                                    && e.message().contains("crm_resolve_change") =>
+                            {
+                                tally.retries_refused.fetch_add(1, Ordering::Relaxed);
+                            }
+                            other => {
+                                if std::env::var_os("SOAK_DEBUG").is_some() {
+                                    eprintln!(
+                                        "retry of t{tenant} #{n} went on: {other:?}; first: {result:?}"
+                                    );
+                                }
+                            }
+                        }
+                    }
                     match result {
                         Ok(out) => {
                             tally.ok.fetch_add(1, Ordering::Relaxed);
@@ -327,6 +371,13 @@ fn main() {
         .values()
         .filter(|count| **count > 1)
         .count() as u64;
+    let duplicates = broker_tally
+        .creates
+        .lock()
+        .unwrap()
+        .values()
+        .filter(|count| **count > 1)
+        .count() as u64;
     let foreign_credentials = broker_tally.foreign_credentials.load(Ordering::Relaxed);
     let foreign_data = tally.foreign_data.load(Ordering::Relaxed);
     let untyped = tally.untyped.load(Ordering::Relaxed);
@@ -351,10 +402,18 @@ fn main() {
         tally.typed_errors.load(Ordering::Relaxed)
     );
     println!(
-        "soak: must be zero: foreign credentials {foreign_credentials}, foreign data {foreign_data}, \
-         writes sent more than once {resent_writes}, untyped failures {untyped}, traps {traps}"
+        "soak: {} creates ended outcome-unknown (applied then timed out, answers cut off, 5xx \
+         after sending) and were tried again at once: {} of the second tries refused until \
+         resolved",
+        tally.unknown_creates.load(Ordering::Relaxed),
+        tally.retries_refused.load(Ordering::Relaxed)
     );
-    if foreign_credentials + foreign_data + resent_writes + untyped + traps > 0 {
+    println!(
+        "soak: must be zero: foreign credentials {foreign_credentials}, foreign data {foreign_data}, \
+         writes sent more than once {resent_writes}, duplicates {duplicates}, untyped failures \
+         {untyped}, traps {traps}"
+    );
+    if foreign_credentials + foreign_data + resent_writes + duplicates + untyped + traps > 0 {
         std::process::exit(1);
     }
 }

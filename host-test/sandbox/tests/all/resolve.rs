@@ -23,6 +23,8 @@ enum Fault {
     AppliedThenTimeout,
     /// The request is lost before it arrives; nothing is made and no answer comes.
     LostBeforeArrival,
+    /// The sandbox makes the record and answers 201, but the answer is cut off before the id.
+    AppliedAnswerCut,
 }
 
 /// The sandbox behind a faulty connection: only creates are touched, once each armed fault.
@@ -76,6 +78,11 @@ impl Backend for FaultyLine {
                 Some(Fault::LostBeforeArrival) => {
                     tokio::time::sleep(Duration::from_secs(10)).await;
                     Err(HttpError::ConnectionTimeout)
+                }
+                Some(Fault::AppliedAnswerCut) => {
+                    let (parts, body) = sandbox.send(request).await?.into_parts();
+                    let cut = body.slice(..body.len().min(12));
+                    Ok(http::Response::from_parts(parts, cut))
                 }
             }
         })
@@ -216,6 +223,29 @@ async fn a_salesforce_create_applied_before_a_timeout_is_found_not_made_twice() 
         .await);
     assert_eq!(rows["total_size"], 1, "one Task, not two: {rows}");
     assert_eq!(rows["records"][0]["Id"], id);
+    nothing_refused(&audit);
+}
+
+/// Found by the soak bench: a 201 whose body is cut off before the id was settled `applied`
+/// without an id, so the same create was not refused and made a second record.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_create_answered_201_without_a_readable_id_is_resolved_not_made_twice() {
+    let (host, line, audit) = faulty_acme();
+    let create =
+        json!({"object": "Task", "fields": {"Subject": "Cut-off answer", "Priority": "Low"}});
+    line.arm(Fault::AppliedAnswerCut);
+    let change = unknown_change(host.call(acme("crmb_create_record", create.clone())).await);
+    let (kind, message) = tool_error(host.call(acme("crmb_create_record", create.clone())).await);
+    assert_eq!(kind, "invalid-input", "refused until resolved: {message}");
+
+    let resolved = resolve(&host, &change).await.unwrap();
+    assert_eq!(resolved["outcome"], "applied", "{resolved}");
+    let query = "SELECT Id FROM Task WHERE Subject = 'Cut-off answer'";
+    let rows = ok(host
+        .call(acme("crmb_run_soql_query", json!({"query": query})))
+        .await);
+    assert_eq!(rows["total_size"], 1, "one Task, not two: {rows}");
+    assert_eq!(rows["records"][0]["Id"], resolved["record_id"]);
     nothing_refused(&audit);
 }
 
