@@ -44,6 +44,8 @@ pub enum ChangeStatus {
     Failed,
     /// Sent, but whether it was applied is unknown.
     Unknown,
+    /// The person declined it when asked: nothing was sent.
+    Declined,
 }
 
 /// One change as the component journals it, before the write is sent.

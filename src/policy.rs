@@ -22,7 +22,10 @@ pub mod keys {
     pub const NEVER_WRITTEN: &str = "CRM_POLICY_NEVER_WRITTEN";
     /// Most records one call returns or exports.
     pub const MAX_RECORDS: &str = "CRM_POLICY_MAX_RECORDS";
-    /// `true` makes every write need a confirmation token from a preview.
+    /// `true` (or `token`) makes every write need a confirmation token from a preview; `user`
+    /// has the person confirm each write in their client (MCP elicitation), refusing writes
+    /// from clients that cannot ask; `user-or-token` asks the person when the client can and
+    /// falls back to the token otherwise.
     pub const CONFIRM_WRITES: &str = "CRM_POLICY_CONFIRM_WRITES";
     /// The HubSpot property every created record and activity is marked with: `name` (set to
     /// `true`) or `name=value`.
@@ -116,10 +119,25 @@ pub struct WorkspacePolicy {
     pub max_records: Option<u64>,
     /// Every write needs a token from a preview.
     pub confirm_writes: bool,
+    /// Who gives that confirmation: the assistant with the token, or the person.
+    pub confirm_by: ConfirmBy,
     /// HubSpot's provenance marker.
     pub crm_a_marker: Option<Marker>,
     /// Salesforce's provenance marker.
     pub crm_b_marker: Option<Marker>,
+}
+
+/// Who confirms a write when the workspace asks for confirmation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ConfirmBy {
+    /// The assistant, passing back the preview's token (`true`, `token`).
+    #[default]
+    Assistant,
+    /// The person, asked by their client; a client that cannot ask is refused (`user`).
+    User,
+    /// The person when their client can ask, else the assistant with the token
+    /// (`user-or-token`).
+    UserOrAssistant,
 }
 
 impl WorkspacePolicy {
@@ -135,6 +153,23 @@ impl WorkspacePolicy {
             }),
         };
         let list = |key: &'static str| get(key).map(names);
+        let (confirm_writes, confirm_by) = match get(keys::CONFIRM_WRITES) {
+            None => (false, ConfirmBy::Assistant),
+            Some(v) if v.eq_ignore_ascii_case("false") => (false, ConfirmBy::Assistant),
+            Some(v) if v.eq_ignore_ascii_case("true") || v.eq_ignore_ascii_case("token") => {
+                (true, ConfirmBy::Assistant)
+            }
+            Some(v) if v.eq_ignore_ascii_case("user") => (true, ConfirmBy::User),
+            Some(v) if v.eq_ignore_ascii_case("user-or-token") => {
+                (true, ConfirmBy::UserOrAssistant)
+            }
+            Some(v) => {
+                return Err(ConfigError {
+                    key: keys::CONFIRM_WRITES,
+                    problem: format!("{v:?} is not false, true, token, user or user-or-token"),
+                });
+            }
+        };
         let marker = |key: &'static str| get(key).map(|v| marker(key, v)).transpose();
         let max_records = match get(keys::MAX_RECORDS) {
             None => None,
@@ -155,7 +190,8 @@ impl WorkspacePolicy {
             masked: list(keys::MASKED_FIELDS).unwrap_or_default(),
             never_written: list(keys::NEVER_WRITTEN).unwrap_or_default(),
             max_records,
-            confirm_writes: flag(keys::CONFIRM_WRITES)?,
+            confirm_writes,
+            confirm_by,
             crm_a_marker: marker(keys::CRM_A_PROVENANCE)?,
             crm_b_marker: marker(keys::CRM_B_PROVENANCE)?,
         })
@@ -367,6 +403,23 @@ mod tests {
         let map: BTreeMap<&str, &str> = settings.iter().copied().collect();
         // As the configuration reads settings: a blank value is unset.
         WorkspacePolicy::from_settings(|k| map.get(k).copied().filter(|v| !v.is_empty())).unwrap()
+    }
+
+    #[test]
+    fn who_confirms_a_write_is_read_from_one_setting() {
+        let confirm = |v: &str| {
+            let p = policy(&[(keys::CONFIRM_WRITES, v)]);
+            (p.confirm_writes, p.confirm_by)
+        };
+        assert_eq!(confirm(""), (false, ConfirmBy::Assistant));
+        assert_eq!(confirm("false"), (false, ConfirmBy::Assistant));
+        assert_eq!(confirm("true"), (true, ConfirmBy::Assistant));
+        assert_eq!(confirm("token"), (true, ConfirmBy::Assistant));
+        assert_eq!(confirm("user"), (true, ConfirmBy::User));
+        assert_eq!(confirm("User-Or-Token"), (true, ConfirmBy::UserOrAssistant));
+        let err = WorkspacePolicy::from_settings(|k| (k == keys::CONFIRM_WRITES).then_some("ask"))
+            .unwrap_err();
+        assert!(err.to_string().contains("user-or-token"), "{err}");
     }
 
     fn target(crm: Crm, object: &str, fields: &[&str]) -> WriteTarget {

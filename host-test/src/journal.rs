@@ -29,6 +29,7 @@ fn status(status: wit::ChangeStatus) -> Status {
         wit::ChangeStatus::Applied => Status::Applied,
         wit::ChangeStatus::Failed => Status::Failed,
         wit::ChangeStatus::Unknown => Status::Unknown,
+        wit::ChangeStatus::Declined => Status::Declined,
     }
 }
 
@@ -44,6 +45,7 @@ fn to_wit(row: crate::tenant_db::journal::JournalRow) -> wit::Change {
             Status::Applied => wit::ChangeStatus::Applied,
             Status::Failed => wit::ChangeStatus::Failed,
             Status::Unknown => wit::ChangeStatus::Unknown,
+            Status::Declined => wit::ChangeStatus::Declined,
         },
         entry: wit::ChangeEntry {
             crm: row.crm,

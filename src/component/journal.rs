@@ -27,6 +27,7 @@ fn to_status(status: ChangeStatus) -> wit::ChangeStatus {
         ChangeStatus::Applied => wit::ChangeStatus::Applied,
         ChangeStatus::Failed => wit::ChangeStatus::Failed,
         ChangeStatus::Unknown => wit::ChangeStatus::Unknown,
+        ChangeStatus::Declined => wit::ChangeStatus::Declined,
     }
 }
 
@@ -42,6 +43,7 @@ fn from_wit(change: wit::Change) -> Result<Change, JournalError> {
             wit::ChangeStatus::Applied => ChangeStatus::Applied,
             wit::ChangeStatus::Failed => ChangeStatus::Failed,
             wit::ChangeStatus::Unknown => ChangeStatus::Unknown,
+            wit::ChangeStatus::Declined => ChangeStatus::Declined,
         },
         entry: ChangeEntry {
             crm: Crm::from_id(&e.crm).ok_or_else(|| {

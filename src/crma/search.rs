@@ -457,6 +457,7 @@ pub fn map_answer(body: &Value) -> Result<Value, String> {
 
 pub(crate) mod export;
 pub(crate) mod keyset;
+pub(crate) mod plan;
 
 #[cfg(test)]
 mod tests;

@@ -141,6 +141,7 @@ fn unresolved_create(change: &Change) -> Result<(), ToolError> {
         ChangeStatus::Applied => "applied",
         ChangeStatus::Failed => "failed",
         ChangeStatus::Pending => "still pending",
+        ChangeStatus::Declined => "declined by the user (nothing was sent)",
     };
     Err(ToolError::invalid(format!(
         "change {} is {status}; there is nothing to resolve",

@@ -6,6 +6,7 @@
 //! argument or a session id. Everything else (tools, files, mappings) follows from it.
 
 pub mod admin;
+mod confirm;
 pub mod convert;
 pub mod files;
 pub mod http;
@@ -216,20 +217,57 @@ impl ServerHandler for McpServer {
             .list_tools(&principal.tenant_id)
             .await
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-        if !known.iter().any(|t| t.name == request.name) {
+        let Some(spec) = known.iter().find(|t| t.name == request.name) else {
             return Err(McpError::invalid_params(
                 format!("there is no tool named {:?}", request.name),
                 None,
             ));
-        }
+        };
+        // A governed write takes a preview's token; the workspace may want the person, not
+        // the model, to give it.
+        let governed_write = !spec.read_only
+            && serde_json::from_str::<serde_json::Value>(&spec.input_schema)
+                .is_ok_and(|schema| schema["properties"].get("confirmation_token").is_some());
+        let policy = self
+            .host
+            .policy(&principal.tenant_id)
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        let can_ask = context
+            .peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.elicitation.is_some());
+        let flow = confirm::flow(
+            policy.confirm_by,
+            policy.confirm_writes,
+            governed_write,
+            &input,
+            can_ask,
+        );
         let call = CallRequest {
-            tenant_id: principal.tenant_id,
-            user_id: principal.user_id,
-            granted_scopes: principal.granted_scopes,
-            instance_url: principal.instance_url,
+            tenant_id: principal.tenant_id.clone(),
+            user_id: principal.user_id.clone(),
+            granted_scopes: principal.granted_scopes.clone(),
+            instance_url: principal.instance_url.clone(),
             tool: request.name.to_string(),
             input: input.to_string(),
         };
+        match flow {
+            confirm::Flow::AsAsked => {}
+            confirm::Flow::Refuse(kind, message) => {
+                return Ok(convert::tool_error(kind, &message).into());
+            }
+            confirm::Flow::AskUser => {
+                return confirm::ask_user(
+                    &self.host,
+                    &principal,
+                    call,
+                    &context.peer,
+                    context.ct.clone(),
+                )
+                .await
+                .map(Into::into);
+            }
+        }
         let cancelled = context.ct.clone();
         let result = match self
             .host

@@ -32,7 +32,8 @@ impl Kind {
         }
     }
 
-    fn from_name(name: &str) -> Kind {
+    /// The kind a journal row or a preview's `action` names.
+    pub fn from_name(name: &str) -> Kind {
         match name {
             "create" => Kind::Create,
             "update" => Kind::Update,
@@ -49,6 +50,8 @@ pub enum Status {
     Applied,
     Failed,
     Unknown,
+    /// The person declined it when asked: nothing was sent.
+    Declined,
 }
 
 impl Status {
@@ -58,6 +61,7 @@ impl Status {
             Status::Applied => "applied",
             Status::Failed => "failed",
             Status::Unknown => "unknown",
+            Status::Declined => "declined",
         }
     }
 
@@ -66,6 +70,7 @@ impl Status {
             "applied" => Status::Applied,
             "failed" => Status::Failed,
             "unknown" => Status::Unknown,
+            "declined" => Status::Declined,
             _ => Status::Pending,
         }
     }
@@ -125,9 +130,9 @@ pub struct NewChange<'a> {
 /// Largest value set one change may carry.
 const MAX_VALUES_BYTES: usize = 256 << 10;
 
-pub(super) fn create_tables(conn: &Connection) -> Result<(), StoreError> {
-    conn.execute_batch(
-        "CREATE TABLE IF NOT EXISTS changes (
+/// The change journal's table; `{name}` is filled in (a migration builds it under another
+/// name first).
+const CHANGES_TABLE: &str = "CREATE TABLE IF NOT EXISTS {name} (
              seq        INTEGER PRIMARY KEY,
              id         TEXT    NOT NULL UNIQUE,
              tenant     TEXT    NOT NULL,
@@ -135,7 +140,8 @@ pub(super) fn create_tables(conn: &Connection) -> Result<(), StoreError> {
              user_id    TEXT    NOT NULL,
              tool       TEXT    NOT NULL,
              call_id    TEXT    NOT NULL,
-             status     TEXT    NOT NULL CHECK (status IN ('pending', 'applied', 'failed', 'unknown')),
+             status     TEXT    NOT NULL
+                        CHECK (status IN ('pending', 'applied', 'failed', 'unknown', 'declined')),
              crm        TEXT    NOT NULL CHECK (crm IN ('hubspot', 'salesforce')),
              kind       TEXT    NOT NULL CHECK (kind IN ('create', 'update', 'merge', 'association')),
              object     TEXT    NOT NULL,
@@ -143,8 +149,14 @@ pub(super) fn create_tables(conn: &Connection) -> Result<(), StoreError> {
              old_values TEXT    NOT NULL CHECK (json_valid(old_values)),
              new_values TEXT    NOT NULL CHECK (json_valid(new_values)),
              reverts    TEXT
-         );
-         CREATE INDEX IF NOT EXISTS changes_by_record ON changes (tenant, record_id);
+         )";
+
+pub(super) fn create_tables(conn: &Connection) -> Result<(), StoreError> {
+    conn.execute_batch(&CHANGES_TABLE.replace("{name}", "changes"))
+        .map_err(StoreError::from)?;
+    allow_declined(conn)?;
+    conn.execute_batch(
+        "CREATE INDEX IF NOT EXISTS changes_by_record ON changes (tenant, record_id);
          CREATE TABLE IF NOT EXISTS confirmations (
              id           TEXT    PRIMARY KEY,
              tenant       TEXT    NOT NULL,
@@ -161,6 +173,33 @@ pub(super) fn create_tables(conn: &Connection) -> Result<(), StoreError> {
          );",
     )
     .map_err(StoreError::from)
+}
+
+/// A journal made before writes could be declined checks its status against the four older
+/// values; SQLite cannot change a CHECK in place, so the table is rebuilt with every row, in
+/// one transaction.
+fn allow_declined(conn: &Connection) -> Result<(), StoreError> {
+    let sql: String = conn
+        .query_row(
+            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'changes'",
+            [],
+            |row| row.get(0),
+        )
+        .map_err(StoreError::from)?;
+    if sql.contains("'declined'") {
+        return Ok(());
+    }
+    // Rolled back on any failure: the old table stays as it was.
+    let tx = conn.unchecked_transaction().map_err(StoreError::from)?;
+    tx.execute_batch(&format!(
+        "{};
+         INSERT INTO changes_declinable SELECT * FROM changes;
+         DROP TABLE changes;
+         ALTER TABLE changes_declinable RENAME TO changes;",
+        CHANGES_TABLE.replace("{name}", "changes_declinable")
+    ))
+    .map_err(StoreError::from)?;
+    tx.commit().map_err(StoreError::from)
 }
 
 /// `bytes` secure random bytes, as lower-case hex: the ids of changes, tokens and calls.
@@ -536,6 +575,53 @@ impl TenantDb {
 mod tests {
     use super::*;
     use crate::tenant_db::DbLocation;
+
+    #[test]
+    fn a_journal_from_before_declined_writes_keeps_its_rows_and_takes_declined() {
+        let dir = std::env::temp_dir().join(format!("crm-journal-migrate-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("mappings.sqlite");
+        {
+            // The table as earlier versions made it, with one applied change.
+            let old = rusqlite::Connection::open(&path).unwrap();
+            old.execute_batch(
+                "CREATE TABLE changes (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE,
+                     tenant TEXT NOT NULL, at_ms INTEGER NOT NULL, user_id TEXT NOT NULL,
+                     tool TEXT NOT NULL, call_id TEXT NOT NULL,
+                     status TEXT NOT NULL CHECK (status IN ('pending', 'applied', 'failed', 'unknown')),
+                     crm TEXT NOT NULL CHECK (crm IN ('hubspot', 'salesforce')),
+                     kind TEXT NOT NULL CHECK (kind IN ('create', 'update', 'merge', 'association')),
+                     object TEXT NOT NULL, record_id TEXT,
+                     old_values TEXT NOT NULL CHECK (json_valid(old_values)),
+                     new_values TEXT NOT NULL CHECK (json_valid(new_values)), reverts TEXT);
+                 INSERT INTO changes VALUES (1, 'chg_old', 't1', 5, 'u', 'crmb_update_record',
+                     'c', 'applied', 'salesforce', 'update', 'Account', '001', '{}', '{}', NULL);",
+            )
+            .unwrap();
+        }
+        let db = TenantDb::open("t1", &DbLocation::File(path)).unwrap();
+        assert_eq!(
+            db.change("chg_old").unwrap().unwrap().status,
+            Status::Applied
+        );
+        let change = NewChange {
+            crm: "hubspot",
+            kind: Kind::Update,
+            object: "deals",
+            record_id: Some("5"),
+            old_values: "{}",
+            new_values: "{}",
+            reverts: None,
+        };
+        let id = db
+            .journal_change(&who("u", "crma_update_record"), &change)
+            .unwrap();
+        db.settle_change(&who("u", "crma_update_record"), &id, Status::Declined, None)
+            .unwrap();
+        assert_eq!(db.change(&id).unwrap().unwrap().status, Status::Declined);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     fn who<'a>(user: &'a str, tool: &'a str) -> CallIdentity<'a> {
         CallIdentity {

@@ -5,8 +5,11 @@ Usage: python mcp_client.py <path to crm-host>
 Over stdio (`crm-host mcp`) and over Streamable HTTP (`crm-host serve`, two tenants, two
 tokens): lists the tools with their annotations and output schemas, calls a read, a create
 and a failing call against the sandbox, and reads a large result back as a resource. The SDK
-itself checks every structuredContent against the tool's outputSchema. Exits non-zero on the
-first thing that is not as it should be.
+itself checks every structuredContent against the tool's outputSchema. With
+CRM_POLICY_CONFIRM_WRITES=user, a write asks the person through the SDK's elicitation callback:
+accept writes once, decline sends nothing (journal: declined), a client without the callback
+is refused, and the model's own token is refused. Exits non-zero on the first thing that is not
+as it should be.
 """
 
 import asyncio
@@ -18,7 +21,7 @@ import sys
 import tempfile
 
 import httpx2
-from mcp import ClientSession
+from mcp import ClientSession, types
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -85,6 +88,67 @@ async def over_stdio(crm_host, workdir):
     print("stdio: ok")
 
 
+async def the_person_confirms(crm_host, workdir):
+    env = dict(os.environ, CRM_POLICY_CONFIRM_WRITES="user")
+    params = StdioServerParameters(
+        command=crm_host,
+        args=["mcp", "--data-dir", os.path.join(workdir, "confirm-data"),
+              "--results-dir", os.path.join(workdir, "confirm-results")],
+        env=env)
+    asked = []
+
+    def person(action):
+        async def answer(context, params):
+            asked.append(params.message)
+            content = {"confirm": True} if action == "accept" else None
+            return types.ElicitResult(action=action, content=content)
+        return answer
+
+    deal = {"object_type": "deals", "record_id": "357300"}
+
+    async def amount(session):
+        got = await session.call_tool("crma_get_record", dict(deal, properties=["amount"]))
+        return got.structured_content["properties"]["amount"]
+
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, elicitation_callback=person("accept")) as session:
+            await session.initialize()
+            made = await session.call_tool(
+                "crma_update_record", dict(deal, properties={"amount": "195000"}))
+            check(not made.is_error and made.structured_content["change_id"], f"accept: {made}")
+            check("confirmation_token" not in made.content[0].text, "the model holds no token")
+            check(len(asked) == 1 and "amount: 180000 → 195000" in asked[0], f"the form: {asked}")
+            check(await amount(session) == "195000", "accepted: written")
+            own = await session.call_tool(
+                "crma_update_record", dict(deal, properties={"amount": "1"}, confirmation_token="x"))
+            check(own.is_error and json.loads(own.content[0].text)["error"]["kind"] == "invalid-input",
+                  f"the model's own token: {own}")
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write, elicitation_callback=person("decline")) as session:
+            await session.initialize()
+            # Each stdio server runs its own sandbox: compare with what this one holds.
+            before = await amount(session)
+            declined = await session.call_tool(
+                "crma_update_record", dict(deal, properties={"amount": "2"}))
+            check(declined.is_error and json.loads(declined.content[0].text)["error"]["kind"] == "declined",
+                  f"decline: {declined}")
+            check(await amount(session) == before, "declined: nothing sent")
+            changes = await session.call_tool("crm_list_changes", {"record_id": "357300", "limit": 1})
+            check(changes.structured_content["changes"][0]["status"] == "declined",
+                  f"journal: {changes.structured_content}")
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            before = await amount(session)
+            refused = await session.call_tool(
+                "crma_update_record", dict(deal, properties={"amount": "3"}))
+            error = json.loads(refused.content[0].text)["error"]
+            check(refused.is_error and error["kind"] == "forbidden" and "cannot ask its user" in error["message"],
+                  f"no elicitation: {refused}")
+            check(await amount(session) == before, "refused: nothing sent")
+    print("stdio: the person confirms writes (accept, decline, no elicitation, own token) ok")
+
+
 async def http_session(url, token, account_id, account_name):
     client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
                                 timeout=httpx2.Timeout(30, read=120))
@@ -131,6 +195,7 @@ async def main():
     crm_host = sys.argv[1]
     with tempfile.TemporaryDirectory() as workdir:
         await over_stdio(crm_host, workdir)
+        await the_person_confirms(crm_host, workdir)
         await over_http(crm_host, workdir)
 
 

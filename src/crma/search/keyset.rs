@@ -5,7 +5,7 @@
 //! caller's memory stays flat.
 
 use super::SearchAnswer;
-use super::export::{ExportPlan, PACE};
+use super::plan::{ExportPlan, PACE};
 use crate::crma::client::{self, Call};
 use crate::crma::scopes::Operation;
 use crate::crma::types::ObjectType;

@@ -329,11 +329,12 @@ fn create_and_update_answer_id_object_and_link() {
 #[test]
 fn a_create_answer_without_a_readable_id_says_why_the_outcome_is_unknown() {
     for (answer, why) in [
+        // No `id` at all: the journal keeps the create unknown until it is resolved.
         (
             r#"{"Id":"001D000000IqhSLIAZ","errors":[],"success":true}"#,
-            "missing field `id`",
+            "call crm_resolve_change",
         ),
-        (r#"{"errors":[],"success":true}"#, "missing field `id`"),
+        (r#"{"errors":[],"success":true}"#, "call crm_resolve_change"),
         (
             r#"{"id":"001D000000IqhSLIAA","errors":[],"success":true}"#,
             "do not match the checksum",

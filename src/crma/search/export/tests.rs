@@ -1,11 +1,16 @@
 use super::*;
 use crate::config::keys;
+use crate::crma::search::FilterGroup;
 use crate::crma::search::keyset::pause_before;
+use crate::crma::search::plan::PACE;
+use crate::crma::types::{ObjectType, PropertyName};
 use crate::harness;
 use crate::http::{Request, Response, Transport, TransportError};
 use crate::retry::tests::{ScriptedTransport, response};
+use serde_json::Value;
 use serde_json::json;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 const READ: &[&str] = &["crm.objects.contacts.read"];
 

@@ -1,0 +1,330 @@
+//! The person confirms a write, not the model (`CRM_POLICY_CONFIRM_WRITES=user` or
+//! `user-or-token`). For a client that declared MCP elicitation, a governed write runs as: a
+//! preview made by the host, a form asking the user (the record, each field's current and new
+//! value, the link), and only on "accept" the write, with the preview's token, which never
+//! reaches the model. A decline or cancel sends nothing and the journal says `declined`. The
+//! model's own `preview` / `confirmation_token` are refused in that mode; a client that cannot
+//! ask its user gets the token flow only under `user-or-token`, else a refusal saying why.
+
+use super::{Principal, convert};
+use crate::host::{CallRequest, Host};
+use crate::tenant_db::journal::{CallIdentity, Kind, NewChange, Status};
+use crm_plugin::policy::ConfirmBy;
+use rmcp::model::{CallToolResult, ElicitRequestParams, ElicitationAction, ElicitationSchema};
+use rmcp::service::Peer;
+use rmcp::{ErrorData as McpError, RoleServer};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+/// What happens to one tool call under the workspace's confirmation policy.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Flow {
+    /// Not a write the person confirms: the call goes on as the model made it.
+    AsAsked,
+    /// The host previews, asks the person, and writes only on their "accept".
+    AskUser,
+    /// Refused before anything is sent: the tool error's kind and message.
+    Refuse(&'static str, String),
+}
+
+/// Decides the flow for `tool` (a governed write takes a `confirmation_token`) with `input`,
+/// under `confirm_by`, for a client that can (or cannot) ask its user.
+pub(crate) fn flow(
+    confirm_by: ConfirmBy,
+    confirm_writes: bool,
+    governed_write: bool,
+    input: &Value,
+    can_ask: bool,
+) -> Flow {
+    if !governed_write || !confirm_writes || confirm_by == ConfirmBy::Assistant {
+        return Flow::AsAsked;
+    }
+    let user_confirms = can_ask || confirm_by == ConfirmBy::User;
+    if !user_confirms {
+        // `user-or-token` with a client that cannot ask: today's token flow.
+        return Flow::AsAsked;
+    }
+    let drives_it_itself = input.get("confirmation_token").is_some()
+        || input
+            .get("preview")
+            .is_some_and(|p| p != &Value::Bool(false));
+    if drives_it_itself {
+        return Flow::Refuse(
+            "invalid-input",
+            "this workspace has the person confirm each write in their client: call the tool \
+             without preview and confirmation_token, and their client asks them. Nothing was \
+             sent."
+                .into(),
+        );
+    }
+    if !can_ask {
+        return Flow::Refuse(
+            "forbidden",
+            "this workspace requires the person to confirm each write (CRM_POLICY_CONFIRM_WRITES=\
+             user), and this client cannot ask its user: it did not declare MCP elicitation. \
+             Nothing was sent. Use a client that supports elicitation, or ask the workspace \
+             admin about user-or-token."
+                .into(),
+        );
+    }
+    Flow::AskUser
+}
+
+/// The form's message: what would change, in words a person reads.
+pub(crate) fn message(tool: &str, preview: &Value, link: Option<&str>) -> String {
+    let action = preview["action"].as_str().unwrap_or("change");
+    let crm = match preview["crm"].as_str() {
+        Some("hubspot") => "HubSpot",
+        Some("salesforce") => "Salesforce",
+        _ => "the CRM",
+    };
+    let object = preview["object"].as_str().unwrap_or("record");
+    let mut text = match preview["record_id"].as_str() {
+        Some(id) => format!("The assistant wants to {action} {object} {id} in {crm} ({tool}):"),
+        None => format!("The assistant wants to {action} a {object} record in {crm} ({tool}):"),
+    };
+    let shown = |v: &Value| match v {
+        Value::Null => "(empty)".to_string(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    for (field, change) in preview["changes"].as_object().into_iter().flatten() {
+        if change["current"].is_null() {
+            text.push_str(&format!("\n- {field}: {}", shown(&change["new"])));
+        } else {
+            text.push_str(&format!(
+                "\n- {field}: {} → {}",
+                shown(&change["current"]),
+                shown(&change["new"])
+            ));
+        }
+    }
+    if let Some(link) = link {
+        text.push_str(&format!("\n{link}"));
+    }
+    text.push_str("\nMake this change?");
+    text
+}
+
+/// Previews the write, asks the person, and makes it only on their "accept".
+pub(crate) async fn ask_user(
+    host: &Host,
+    principal: &Principal,
+    call: CallRequest,
+    peer: &Peer<RoleServer>,
+    cancelled: CancellationToken,
+) -> Result<CallToolResult, McpError> {
+    let input: Value = serde_json::from_str(&call.input).unwrap_or(Value::Null);
+    let mut previewing = call.clone();
+    previewing.input = with(&input, "preview", json!(true));
+    let preview = match host
+        .call_until(previewing, cancelled.clone().cancelled_owned())
+        .await
+    {
+        Ok(out) => serde_json::from_str::<Value>(&out).unwrap_or(Value::Null)["preview"].take(),
+        Err(err) => return convert::failure(err),
+    };
+    let Some(token) = preview["confirmation_token"].as_str().map(str::to_string) else {
+        return Err(McpError::internal_error(
+            "the preview carried no confirmation token",
+            None,
+        ));
+    };
+    let link = record_link(host, &call, &preview).await;
+    let schema = ElicitationSchema::builder()
+        .required_bool_with("confirm", |b| {
+            b.title("Make this change")
+                .description(
+                    "Leave on to write it to the CRM; turn off or decline to send nothing.",
+                )
+                .with_default(true)
+        })
+        .build()
+        .map_err(|e| McpError::internal_error(e, None))?;
+    let params = ElicitRequestParams::FormElicitationParams {
+        meta: None,
+        message: message(&call.tool, &preview, link.as_deref()),
+        requested_schema: schema,
+    };
+    let answer = tokio::select! {
+        () = cancelled.cancelled() => return Err(McpError::internal_error("cancelled", None)),
+        answer = peer.create_elicitation(params) => answer,
+    };
+    let answer = match answer {
+        Ok(answer) => answer,
+        Err(err) => {
+            declined(host, principal, &call, &preview);
+            return Ok(convert::tool_error(
+                "declined",
+                &format!(
+                    "the person could not be asked ({err}); nothing was sent and the journal \
+                     records the write as declined"
+                ),
+            ));
+        }
+    };
+    let confirmed = answer.action == ElicitationAction::Accept
+        && answer
+            .content
+            .as_ref()
+            .and_then(|c| c.get("confirm"))
+            .and_then(Value::as_bool)
+            .unwrap_or(true);
+    if !confirmed {
+        declined(host, principal, &call, &preview);
+        let how = match answer.action {
+            ElicitationAction::Cancel => "cancelled",
+            _ => "declined",
+        };
+        return Ok(convert::tool_error(
+            "declined",
+            &format!(
+                "the person {how} this write: nothing was sent, and the change journal records it \
+                 as declined. Ask them what they want instead before trying again."
+            ),
+        ));
+    }
+    let mut applying = call;
+    applying.input = with(&input, "confirmation_token", json!(token));
+    Ok(
+        match host.call_until(applying, cancelled.cancelled_owned()).await {
+            Ok(output) => convert::success(&output, convert::FilePaths::Resources),
+            Err(err) => convert::failure(err)?,
+        },
+    )
+}
+
+/// `input` with one more field.
+fn with(input: &Value, key: &str, value: Value) -> String {
+    let mut input = input.clone();
+    if let Some(map) = input.as_object_mut() {
+        map.insert(key.into(), value);
+    }
+    input.to_string()
+}
+
+/// The link that opens the record an update changes, when one can be built.
+async fn record_link(host: &Host, call: &CallRequest, preview: &Value) -> Option<String> {
+    let id = preview["record_id"].as_str()?;
+    let object = preview["object"].as_str()?;
+    let (tool, input) = match preview["crm"].as_str()? {
+        "hubspot" => (
+            "crma_generate_record_url",
+            json!({"object_type": object, "record_id": id}),
+        ),
+        "salesforce" => (
+            "crmb_generate_record_url",
+            json!({"object": object, "record_id": id}),
+        ),
+        _ => return None,
+    };
+    let mut linking = call.clone();
+    linking.tool = tool.into();
+    linking.input = input.to_string();
+    let out: Value = serde_json::from_str(&host.call(linking).await.ok()?).ok()?;
+    out["url"].as_str().map(str::to_string)
+}
+
+/// Journals a write the person declined (or could not be asked about): nothing was sent.
+fn declined(host: &Host, principal: &Principal, call: &CallRequest, preview: &Value) {
+    let Ok(db) = host.mappings(&principal.tenant_id) else {
+        return;
+    };
+    let (mut old, mut new) = (serde_json::Map::new(), serde_json::Map::new());
+    for (field, change) in preview["changes"].as_object().into_iter().flatten() {
+        if !change["current"].is_null() {
+            old.insert(field.clone(), change["current"].clone());
+        }
+        new.insert(field.clone(), change["new"].clone());
+    }
+    let (old, new) = (
+        Value::Object(old).to_string(),
+        Value::Object(new).to_string(),
+    );
+    let call_id = format!("declined-{}", uuid_like());
+    let who = CallIdentity {
+        user_id: &call.user_id,
+        tool: &call.tool,
+        call_id: &call_id,
+    };
+    let change = NewChange {
+        crm: preview["crm"].as_str().unwrap_or_default(),
+        kind: Kind::from_name(preview["action"].as_str().unwrap_or_default()),
+        object: preview["object"].as_str().unwrap_or_default(),
+        record_id: preview["record_id"].as_str(),
+        old_values: &old,
+        new_values: &new,
+        reverts: None,
+    };
+    if let Ok(id) = db.journal_change(&who, &change) {
+        let _ = db.settle_change(&who, &id, Status::Declined, None);
+    }
+}
+
+/// A call id for a journal row the host writes itself.
+fn uuid_like() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("{nanos:x}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn who_confirms_follows_the_policy_and_the_clients_ability_to_ask() {
+        let plain = json!({"object_type": "deals", "record_id": "5"});
+        let own_token =
+            json!({"object_type": "deals", "record_id": "5", "confirmation_token": "t"});
+        use ConfirmBy::*;
+        assert_eq!(flow(User, true, true, &plain, true), Flow::AskUser);
+        assert!(matches!(
+            flow(User, true, true, &plain, false),
+            Flow::Refuse("forbidden", _)
+        ));
+        assert_eq!(
+            flow(UserOrAssistant, true, true, &plain, false),
+            Flow::AsAsked
+        );
+        assert_eq!(
+            flow(UserOrAssistant, true, true, &plain, true),
+            Flow::AskUser
+        );
+        assert!(matches!(
+            flow(User, true, true, &own_token, true),
+            Flow::Refuse("invalid-input", _)
+        ));
+        assert!(matches!(
+            flow(UserOrAssistant, true, true, &json!({"preview": true}), true),
+            Flow::Refuse("invalid-input", _)
+        ));
+        // Reads, and workspaces where the assistant confirms, go on as asked.
+        assert_eq!(flow(User, true, false, &plain, false), Flow::AsAsked);
+        assert_eq!(
+            flow(Assistant, true, true, &own_token, false),
+            Flow::AsAsked
+        );
+    }
+
+    #[test]
+    fn the_form_shows_each_fields_current_and_new_value_and_the_link() {
+        let preview = json!({"crm": "hubspot", "action": "update", "object": "deals",
+            "record_id": "357300",
+            "changes": {"amount": {"current": "180000", "new": "195000"},
+                        "dealstage": {"current": null, "new": "closedwon"}}});
+        let text = message(
+            "crma_update_record",
+            &preview,
+            Some("https://app.hubspot.com/x"),
+        );
+        assert!(
+            text.starts_with("The assistant wants to update deals 357300 in HubSpot"),
+            "{text}"
+        );
+        assert!(text.contains("- amount: 180000 → 195000"), "{text}");
+        assert!(text.contains("- dealstage: closedwon"), "{text}");
+        assert!(text.contains("https://app.hubspot.com/x") && text.ends_with("Make this change?"));
+    }
+}
