@@ -254,6 +254,8 @@ pub trait Transport {
     /// Wall-clock time in milliseconds since the Unix epoch, for default timestamps such as an
     /// activity's `hs_timestamp`.
     fn now_unix_millis(&mut self) -> u64;
+    /// Tells the host how far a long call has come (`done` of `total`); nothing by default.
+    fn report_progress(&mut self, _done: u64, _total: Option<u64>) {}
 }
 
 #[cfg(test)]

@@ -136,6 +136,12 @@ impl<'a> Session<'a> {
         self.transport.now_unix_millis()
     }
 
+    /// Reports how far a long call has come (records written, read or synced so far, of
+    /// `total` when known): the host passes it on to a client that asked for progress.
+    pub fn progress(&mut self, done: u64, total: Option<u64>) {
+        self.transport.report_progress(done, total);
+    }
+
     /// Waits on the transport's clock (a monotonic-clock sleep in the component), for a tool
     /// that paces its own requests.
     pub fn sleep(&mut self, duration: std::time::Duration) {

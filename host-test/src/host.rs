@@ -13,6 +13,7 @@ use crate::credential::Credential;
 use crate::egress::{Crm, Roots};
 use crate::governance::HostPolicy;
 use crate::hooks::{BrokerHooks, BrokerOrigin, EgressScope};
+use crate::progress::ProgressSink;
 use crate::runtime::{PluginVersion, Runtime, TenantResources, ToolListing};
 use crate::tenant_db::{DbLocation, TenantDb};
 use std::collections::HashMap;
@@ -335,6 +336,7 @@ impl Host {
         user_id: &str,
         writes: Arc<AtomicBool>,
         call_id: Arc<str>,
+        progress: Option<ProgressSink>,
     ) -> Result<wasmtime::Store<crate::runtime::CallState>, CallError> {
         let limits = self.runtime.limits();
         // Only this tenant's settings, results directory and mapping store.
@@ -345,6 +347,7 @@ impl Host {
             connections: entry.connections.clone(),
             policy: entry.policy.clone(),
             call_id,
+            progress,
         };
         let hooks = BrokerHooks {
             tenant: entry.tenant_id.clone(),
@@ -423,7 +426,7 @@ impl Host {
             return Ok(listing.clone());
         }
         // Listing sends nothing: no tool is named, so the policy admits no request.
-        let mut store = self.store(&entry, "", "", Arc::default(), "".into())?;
+        let mut store = self.store(&entry, "", "", Arc::default(), "".into(), None)?;
         let plugin_error = |e: wasmtime::Error| CallError::Plugin(format!("{e:#}"));
         let instance = entry
             .plugin
@@ -458,6 +461,17 @@ impl Host {
         request: CallRequest,
         cancelled: impl Future<Output = ()>,
     ) -> Result<String, CallError> {
+        self.call_reporting(request, cancelled, None).await
+    }
+
+    /// As [`Host::call_until`], passing the call's progress (records exported, read, synced)
+    /// to `progress`, a few times a second at most.
+    pub async fn call_reporting(
+        &self,
+        request: CallRequest,
+        cancelled: impl Future<Output = ()>,
+        progress: Option<ProgressSink>,
+    ) -> Result<String, CallError> {
         let started = Instant::now();
         let writes = Arc::new(AtomicBool::new(false));
         let call_id: Arc<str> = new_call_id().into();
@@ -468,7 +482,7 @@ impl Host {
             .unwrap_or_default();
         let (result, peak_memory_bytes) = match entry {
             Ok(entry) => tokio::select! {
-                done = self.run(&entry, &request, writes.clone(), call_id.clone()) => done,
+                done = self.run(&entry, &request, writes.clone(), call_id.clone(), progress) => done,
                 () = cancelled => (Err(CallError::Cancelled {
                     write_sent: writes.load(Ordering::SeqCst),
                 }), 0),
@@ -498,6 +512,7 @@ impl Host {
         request: &CallRequest,
         writes: Arc<AtomicBool>,
         call_id: Arc<str>,
+        progress: Option<ProgressSink>,
     ) -> (Result<String, CallError>, usize) {
         if let Err(refused) = self.refuse_hidden(entry, &request.tool).await {
             return (Err(refused), 0);
@@ -521,7 +536,14 @@ impl Host {
                 0,
             );
         }
-        let mut store = match self.store(entry, &request.tool, &request.user_id, writes, call_id) {
+        let mut store = match self.store(
+            entry,
+            &request.tool,
+            &request.user_id,
+            writes,
+            call_id,
+            progress,
+        ) {
             Ok(store) => store,
             Err(err) => return (Err(err), 0),
         };

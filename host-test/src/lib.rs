@@ -25,6 +25,7 @@ mod mapping_store;
 pub mod mcp;
 pub mod metrics;
 pub mod private_fs;
+pub mod progress;
 pub mod result_file;
 pub mod runtime;
 pub mod tenant_db;

@@ -14,6 +14,7 @@ use crate::governance::HostPolicy;
 use crate::hooks::BrokerHooks;
 use crate::journal::{ChangeJournal, JournalView};
 use crate::mapping_store::{MappingStore, MappingStoreView};
+use crate::progress::{CallProgress, Progress, ProgressSink};
 use crate::tenant_db::TenantDb;
 use crate::tenant_db::journal::CallIdentity;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -96,6 +97,8 @@ pub struct CallState {
     pub(crate) policy: Arc<HostPolicy>,
     /// The audit trail's id of this call, kept with every change it journals.
     pub(crate) call_id: Arc<str>,
+    /// Where the call's progress goes, when someone asked for it.
+    progress: CallProgress,
 }
 
 impl CallState {
@@ -167,6 +170,11 @@ impl CallState {
             crm_a_generation: self.crm_a_generation,
             table: &mut self.table,
         }
+    }
+
+    /// `progress` for this call.
+    fn progress(&mut self) -> &mut CallProgress {
+        &mut self.progress
     }
 
     /// `change-journal` for this call: its tenant's journal, in its user's, tool's and call's
@@ -383,6 +391,7 @@ impl Runtime {
             connections: tenant.connections,
             policy: tenant.policy,
             call_id: tenant.call_id,
+            progress: CallProgress::new(tenant.progress),
             hooks,
             user_id,
             limits: PeakTracking {
@@ -410,6 +419,7 @@ pub(crate) struct TenantResources {
     pub(crate) connections: Arc<Connections>,
     pub(crate) policy: Arc<HostPolicy>,
     pub(crate) call_id: Arc<str>,
+    pub(crate) progress: Option<ProgressSink>,
 }
 
 /// The interfaces the `plugin` world imports, and nothing else: `wasi:io` and `wasi:http` for
@@ -439,6 +449,10 @@ fn plugin_linker(engine: &Engine) -> wasmtime::Result<Linker<CallState>> {
     mapping_store::add_to_linker::<CallState, MappingStore>(l, CallState::mapping_store)?;
     result_files::add_to_linker::<CallState, ResultFiles>(l, CallState::files)?;
     change_journal::add_to_linker::<CallState, ChangeJournal>(l, CallState::change_journal)?;
+    crate::bindings::crm::plugin::progress::add_to_linker::<CallState, Progress>(
+        l,
+        CallState::progress,
+    )?;
     Ok(linker)
 }
 

@@ -89,6 +89,10 @@ impl Transport for WasiHttp {
         let now = wall_clock::now();
         now.seconds * 1000 + u64::from(now.nanoseconds / 1_000_000)
     }
+
+    fn report_progress(&mut self, done: u64, total: Option<u64>) {
+        super::crm::plugin::progress::report(done, total);
+    }
 }
 
 impl WasiHttp {

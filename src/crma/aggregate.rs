@@ -467,6 +467,7 @@ fn count(
                 )),
             })?;
         }
+        session.progress(tally.records(), Some(pages.total().min(MAX_RECORDS_READ)));
         if tally.records() >= MAX_RECORDS_READ {
             complete = false;
             notes.push(format!(

@@ -207,6 +207,9 @@ fn observe_account(session: &mut Session<'_>, with_teams: bool) -> Result<(), To
     };
     let names = Names { roles, teams };
     let mut links = Links::new(&users);
+    // People read so far, for progress: HubSpot's listings give no total.
+    let mut read = users.len() as u64;
+    session.progress(read, None);
     for (archived, what) in [(false, "owners"), (true, "archived owners")] {
         let query = vec![
             ("limit", "500".to_string()),
@@ -227,7 +230,10 @@ fn observe_account(session: &mut Session<'_>, with_teams: bool) -> Result<(), To
                         owner_mapping(owner, archived)
                     })
                     .collect();
-                observe(session, &mappings)
+                observe(session, &mappings)?;
+                read += owners.len() as u64;
+                session.progress(read, None);
+                Ok(())
             },
         )?;
     }

@@ -461,6 +461,7 @@ impl Pager<'_> {
                 }
                 count += 1;
             }
+            session.progress(count, Some(total.min(limit)));
             match next {
                 Some(locator) => page = self.fetch(session, Some(&locator))?,
                 None => break,

@@ -23,6 +23,30 @@ use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
 use std::sync::Arc;
 
+/// A progress sink that queues each report and a task that sends them, in order, as
+/// `notifications/progress` with the client's token; the task ends when the sink is dropped.
+fn progress_sink(
+    peer: rmcp::service::Peer<RoleServer>,
+    token: rmcp::model::ProgressToken,
+) -> (crate::progress::ProgressSink, tokio::task::JoinHandle<()>) {
+    let (queue, mut reports) = tokio::sync::mpsc::unbounded_channel::<(u64, Option<u64>)>();
+    let reporting = tokio::spawn(async move {
+        while let Some((done, total)) = reports.recv().await {
+            let mut note = rmcp::model::ProgressNotificationParam::new(token.clone(), done as f64);
+            if let Some(total) = total {
+                note = note.with_total(total as f64);
+            }
+            if peer.notify_progress(note).await.is_err() {
+                break;
+            }
+        }
+    });
+    let sink = Arc::new(move |done, total| {
+        let _ = queue.send((done, total));
+    });
+    (sink, reporting)
+}
+
 /// Whom a call acts for: the tenant, the workspace user, and what the tenant granted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Principal {
@@ -269,11 +293,23 @@ impl ServerHandler for McpServer {
             }
         }
         let cancelled = context.ct.clone();
-        let result = match self
+        // A client that sent a progressToken hears how an export, sync or long query goes.
+        let (progress, reporting) = match context.meta.get_progress_token() {
+            Some(token) => {
+                let (sink, reporting) = progress_sink(context.peer.clone(), token);
+                (Some(sink), Some(reporting))
+            }
+            None => (None, None),
+        };
+        let outcome = self
             .host
-            .call_until(call, cancelled.cancelled_owned())
-            .await
-        {
+            .call_reporting(call, cancelled.cancelled_owned(), progress)
+            .await;
+        // Every progress notification goes out before the result.
+        if let Some(reporting) = reporting {
+            let _ = reporting.await;
+        }
+        let result = match outcome {
             Ok(output) => {
                 let paths = match self.fixed {
                     Some(_) => convert::FilePaths::Local,

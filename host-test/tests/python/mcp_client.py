@@ -63,8 +63,18 @@ async def exercise(session, account_id, account_name):
     error = json.loads(failed.content[0].text)["error"]
     check(error["kind"] == "invalid-input" and "nope" in error["message"], f"{error}")
 
-    query = await session.call_tool("crmb_run_soql_query", {"query": "SELECT Id, Name FROM Account"})
+    heard = []
+
+    async def progress(done, total, message):
+        heard.append((done, total))
+
+    query = await session.call_tool("crmb_run_soql_query", {"query": "SELECT Id, Name FROM Account"},
+                                    progress_callback=progress)
     check(not query.is_error, f"query: {query}")
+    # Written to a file, so it reports how far it came: growing, ending at every record.
+    count = query.structured_content["record_count"]
+    check(heard and heard[-1] == (count, count), f"progress of the export: {heard} of {count}")
+    check(all(a[0] < b[0] for a, b in zip(heard, heard[1:])), f"progress grows: {heard}")
     links = [c for c in query.content if c.type == "resource_link"]
     check(links and links[0].mime_type == "application/x-ndjson", f"a result file link: {query.content}")
     resource = await session.read_resource(links[0].uri)

@@ -206,6 +206,7 @@ fn walk(
             .map_err(|e| file_error(path, e))?;
         count += lines.count;
         preview.extend(lines.preview);
+        session.progress(count, Some(pages.total().min(limit)));
         if lines.count < fetched {
             done = false;
             break;

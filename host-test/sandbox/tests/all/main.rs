@@ -16,6 +16,7 @@ mod http_server;
 mod masking;
 mod mcp;
 mod network;
+mod progress;
 mod resolve;
 mod security;
 mod startup;

@@ -444,6 +444,7 @@ fn the_component_imports_exactly_what_its_world_declares() {
         [
             "crm:plugin/change-journal@0.1.0",
             "crm:plugin/mapping-store@0.1.0",
+            "crm:plugin/progress@0.1.0",
             "crm:plugin/result-files@0.1.0",
             "wasi:cli/environment@0.2.12",
             "wasi:cli/exit@0.2.12",
