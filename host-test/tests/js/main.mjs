@@ -6,6 +6,7 @@
 import { rmSync } from 'node:fs';
 import path from 'node:path';
 
+import { confirmSteps } from './confirm.mjs';
 import { conformanceSteps } from './conformance.mjs';
 import { inspectorSteps } from './inspector.mjs';
 import { CheckError, killAll, makeWorkdir, startHttpServer, tail } from './lib.mjs';
@@ -25,6 +26,7 @@ async function main() {
   const http = () => server;
   const steps = [
     ...sdkSteps(crmHost, workdir, http),
+    ...confirmSteps(crmHost, workdir),
     ...inspectorSteps(crmHost, workdir, http),
     ...conformanceSteps(crmHost, workdir, http),
   ].filter((s) => !filter || s.name.includes(filter));

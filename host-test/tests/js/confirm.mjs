@@ -1,0 +1,98 @@
+// The TypeScript SDK (v1) as the person's client, with CRM_POLICY_CONFIRM_WRITES=user: a write
+// asks the person through the SDK's elicitation handler, and only "accept" sends it; "decline"
+// sends nothing and the journal says declined; a client without the capability is refused; the
+// model's own token is refused. And a SOQL export with an onprogress callback hears growing
+// progress to its last record.
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+
+import { CALL_TIMEOUT, START_TIMEOUT, check, stdioServer, textOf, withTimeout } from './lib.mjs';
+
+const DEAL = { object_type: 'deals', record_id: '357300' };
+
+async function withClient(crmHost, workdir, name, answer, body) {
+  const capabilities = answer ? { elicitation: {} } : {};
+  const client = new Client({ name: 'crm-host-js-person', version: '1.0.0' }, { capabilities });
+  const asked = [];
+  if (answer) {
+    client.setRequestHandler(ElicitRequestSchema, async (request) => {
+      asked.push(request.params.message);
+      return answer === 'accept' ? { action: 'accept', content: { confirm: true } } : { action: answer };
+    });
+  }
+  const server = stdioServer(crmHost, workdir, name);
+  server.env = { ...server.env, CRM_POLICY_CONFIRM_WRITES: 'user' };
+  const transport = new StdioClientTransport({ ...server, stderr: 'ignore' });
+  try {
+    await withTimeout(client.connect(transport, { timeout: START_TIMEOUT }), START_TIMEOUT + 5_000,
+      `${name}: connect`);
+    return await body(client, asked);
+  } finally {
+    await withTimeout(client.close(), 15_000, 'close').catch(() => {});
+  }
+}
+
+function call(client, name, args, options = {}) {
+  return withTimeout(client.callTool({ name, arguments: args }, undefined,
+    { timeout: CALL_TIMEOUT, ...options }), CALL_TIMEOUT + 5_000, name);
+}
+
+function errorOf(result) {
+  check(result.isError === true, `an error result: ${JSON.stringify(result)}`);
+  return JSON.parse(textOf(result)).error;
+}
+
+async function amount(client) {
+  const got = await call(client, 'crma_get_record', { ...DEAL, properties: ['amount'] });
+  return got.structuredContent.properties.amount;
+}
+
+async function personConfirms(crmHost, workdir) {
+  await withClient(crmHost, workdir, 'confirm-accept', 'accept', async (client, asked) => {
+    const made = await call(client, 'crma_update_record', { ...DEAL, properties: { amount: '195000' } });
+    check(!made.isError && made.structuredContent.change_id, `accept: ${JSON.stringify(made)}`);
+    check(!textOf(made).includes('confirmation_token'), 'the model holds no token');
+    check(asked.length === 1 && asked[0].includes('amount: 180000 → 195000'), `the form: ${asked}`);
+    check(await amount(client) === '195000', 'accepted: written');
+    const own = await call(client, 'crma_update_record',
+      { ...DEAL, properties: { amount: '1' }, confirmation_token: 'x' });
+    check(errorOf(own).kind === 'invalid-input', "the model's own token is refused");
+  });
+  await withClient(crmHost, workdir, 'confirm-decline', 'decline', async (client) => {
+    const before = await amount(client);
+    const declined = await call(client, 'crma_update_record', { ...DEAL, properties: { amount: '2' } });
+    check(errorOf(declined).kind === 'declined', `decline: ${JSON.stringify(declined)}`);
+    check(await amount(client) === before, 'declined: nothing sent');
+    const changes = await call(client, 'crm_list_changes', { record_id: '357300', limit: 1 });
+    check(changes.structuredContent.changes[0].status === 'declined', 'the journal says declined');
+  });
+  await withClient(crmHost, workdir, 'confirm-none', null, async (client) => {
+    const refused = await call(client, 'crma_update_record', { ...DEAL, properties: { amount: '3' } });
+    const error = errorOf(refused);
+    check(error.kind === 'forbidden' && error.message.includes('cannot ask its user'), error.message);
+  });
+  return 'accept writes once, decline sends nothing (journal: declined), no elicitation refused, own token refused';
+}
+
+async function progressShows(crmHost, workdir) {
+  return withClient(crmHost, workdir, 'progress', null, async (client) => {
+    const heard = [];
+    const query = await call(client, 'crmb_run_soql_query', { query: 'SELECT Id, Name FROM Account' },
+      { onprogress: (p) => heard.push(p) });
+    const count = query.structuredContent.record_count;
+    check(heard.length > 0 && heard.at(-1).progress === count && heard.at(-1).total === count,
+      `progress of the export: ${JSON.stringify(heard)} of ${count}`);
+    check(heard.every((p, i) => i === 0 || p.progress > heard[i - 1].progress), 'progress grows');
+    return `${heard.length} progress notifications up to ${count}`;
+  });
+}
+
+export function confirmSteps(crmHost, workdir) {
+  return [
+    { name: 'TypeScript SDK v1 over stdio: the person confirms writes (elicitation)',
+      run: () => personConfirms(crmHost, workdir) },
+    { name: 'TypeScript SDK v1 over stdio: an export reports progress', run: () => progressShows(crmHost, workdir) },
+  ];
+}
