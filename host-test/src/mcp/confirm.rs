@@ -10,7 +10,11 @@ use super::{Principal, convert};
 use crate::host::{CallRequest, Host};
 use crate::tenant_db::journal::{CallIdentity, Kind, NewChange, Status};
 use crm_plugin::policy::ConfirmBy;
-use rmcp::model::{CallToolResult, ElicitRequestParams, ElicitationAction, ElicitationSchema};
+use rmcp::model::{
+    CallToolResponse, CallToolResult, ElicitRequest, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationSchema, InputRequest, InputRequests, InputRequiredResult,
+    InputResponses,
+};
 use rmcp::service::Peer;
 use rmcp::{ErrorData as McpError, RoleServer};
 use serde_json::{Value, json};
@@ -106,33 +110,18 @@ pub(crate) fn message(tool: &str, preview: &Value, link: Option<&str>) -> String
     text
 }
 
-/// Previews the write, asks the person, and makes it only on their "accept".
-pub(crate) async fn ask_user(
+/// The key of the one question a write asks, in the 2026-07-28 era's `inputRequests`.
+const QUESTION: &str = "confirm";
+
+/// The form asking the person about `preview`.
+async fn form(
     host: &Host,
-    principal: &Principal,
-    call: CallRequest,
-    peer: &Peer<RoleServer>,
-    cancelled: CancellationToken,
-) -> Result<CallToolResult, McpError> {
-    let input: Value = serde_json::from_str(&call.input).unwrap_or(Value::Null);
-    let mut previewing = call.clone();
-    previewing.input = with(&input, "preview", json!(true));
-    let preview = match host
-        .call_until(previewing, cancelled.clone().cancelled_owned())
-        .await
-    {
-        Ok(out) => serde_json::from_str::<Value>(&out).unwrap_or(Value::Null)["preview"].take(),
-        Err(err) => return convert::failure(err),
-    };
-    let Some(token) = preview["confirmation_token"].as_str().map(str::to_string) else {
-        return Err(McpError::internal_error(
-            "the preview carried no confirmation token",
-            None,
-        ));
-    };
-    let link = record_link(host, &call, &preview).await;
+    call: &CallRequest,
+    preview: &Value,
+) -> Result<ElicitRequestParams, McpError> {
+    let link = record_link(host, call, preview).await;
     let schema = ElicitationSchema::builder()
-        .required_bool_with("confirm", |b| {
+        .required_bool_with(QUESTION, |b| {
             b.title("Make this change")
                 .description(
                     "Leave on to write it to the CRM; turn off or decline to send nothing.",
@@ -141,57 +130,161 @@ pub(crate) async fn ask_user(
         })
         .build()
         .map_err(|e| McpError::internal_error(e, None))?;
-    let params = ElicitRequestParams::FormElicitationParams {
+    Ok(ElicitRequestParams::FormElicitationParams {
         meta: None,
-        message: message(&call.tool, &preview, link.as_deref()),
+        message: message(&call.tool, preview, link.as_deref()),
         requested_schema: schema,
+    })
+}
+
+/// Whether the person's answer lets the write go: "accept", and the box left on.
+fn accepted(answer: &ElicitResult) -> bool {
+    answer.action == ElicitationAction::Accept
+        && answer
+            .content
+            .as_ref()
+            .and_then(|c| c.get(QUESTION))
+            .and_then(Value::as_bool)
+            .unwrap_or(true)
+}
+
+/// The preview of the write `call` would make, or the tool result that stopped it.
+async fn preview_of(
+    host: &Host,
+    call: &CallRequest,
+    cancelled: &CancellationToken,
+) -> Result<Result<Value, CallToolResult>, McpError> {
+    let input: Value = serde_json::from_str(&call.input).unwrap_or(Value::Null);
+    let mut previewing = call.clone();
+    previewing.input = with(&input, "preview", json!(true));
+    match host
+        .call_until(previewing, cancelled.clone().cancelled_owned())
+        .await
+    {
+        Ok(out) => Ok(Ok(serde_json::from_str::<Value>(&out)
+            .unwrap_or(Value::Null)["preview"]
+            .take())),
+        Err(err) => convert::failure(err).map(Err),
+    }
+}
+
+/// The write `call` with the preview's token: the person said yes.
+async fn apply(
+    host: &Host,
+    call: CallRequest,
+    token: &str,
+    cancelled: CancellationToken,
+) -> Result<CallToolResult, McpError> {
+    let input: Value = serde_json::from_str(&call.input).unwrap_or(Value::Null);
+    let mut applying = call;
+    applying.input = with(&input, "confirmation_token", json!(token));
+    match host.call_until(applying, cancelled.cancelled_owned()).await {
+        Ok(output) => Ok(convert::success(&output, convert::FilePaths::Resources)),
+        Err(err) => convert::failure(err),
+    }
+}
+
+/// What the model is told when the person said no: nothing was sent.
+fn refused_by_person(action: &ElicitationAction) -> CallToolResult {
+    let how = match action {
+        ElicitationAction::Cancel => "cancelled",
+        _ => "declined",
     };
+    convert::tool_error(
+        "declined",
+        &format!(
+            "the person {how} this write: nothing was sent, and the change journal records it \
+             as declined. Ask them what they want instead before trying again."
+        ),
+    )
+}
+
+/// The 2026-07-28 era, where a server asks nothing of its own accord: the first call answers
+/// `input_required` with the form and, as the request state, the preview's confirmation token
+/// (signed by the host, good once, for this user, tool and input); the client asks the person
+/// and calls again with their answer and that state. Only an "accept" sends the write.
+pub(crate) async fn ask_user_statelessly(
+    host: &Host,
+    principal: &Principal,
+    call: CallRequest,
+    request_state: Option<String>,
+    answers: Option<InputResponses>,
+    cancelled: CancellationToken,
+) -> Result<CallToolResponse, McpError> {
+    let answer = answers
+        .as_ref()
+        .and_then(|a| a.get(QUESTION))
+        .and_then(|v| serde_json::from_value::<ElicitResult>(v.clone()).ok());
+    match (request_state, answer) {
+        (Some(token), Some(answer)) if accepted(&answer) => {
+            Ok(apply(host, call, &token, cancelled).await?.into())
+        }
+        (Some(_), Some(answer)) => {
+            // Journalled from a fresh preview (a read): the first one's token just expires.
+            if let Ok(preview) = preview_of(host, &call, &cancelled).await? {
+                declined(host, principal, &call, &preview);
+            }
+            Ok(refused_by_person(&answer.action).into())
+        }
+        _ => {
+            let preview = match preview_of(host, &call, &cancelled).await? {
+                Ok(preview) => preview,
+                Err(stopped) => return Ok(stopped.into()),
+            };
+            let Some(token) = preview["confirmation_token"].as_str().map(str::to_string) else {
+                return Err(McpError::internal_error(
+                    "the preview carried no confirmation token",
+                    None,
+                ));
+            };
+            let question =
+                InputRequest::Elicitation(ElicitRequest::new(form(host, &call, &preview).await?));
+            let requests: InputRequests = [(QUESTION.to_string(), question)].into_iter().collect();
+            Ok(InputRequiredResult::new(Some(requests), Some(token)).into())
+        }
+    }
+}
+
+/// Previews the write, asks the person, and makes it only on their "accept".
+pub(crate) async fn ask_user(
+    host: &Host,
+    principal: &Principal,
+    call: CallRequest,
+    peer: &Peer<RoleServer>,
+    cancelled: CancellationToken,
+) -> Result<CallToolResult, McpError> {
+    let preview = match preview_of(host, &call, &cancelled).await? {
+        Ok(preview) => preview,
+        Err(stopped) => return Ok(stopped),
+    };
+    let Some(token) = preview["confirmation_token"].as_str().map(str::to_string) else {
+        return Err(McpError::internal_error(
+            "the preview carried no confirmation token",
+            None,
+        ));
+    };
+    let params = form(host, &call, &preview).await?;
     let answer = tokio::select! {
         () = cancelled.cancelled() => return Err(McpError::internal_error("cancelled", None)),
         answer = peer.create_elicitation(params) => answer,
     };
-    let answer = match answer {
-        Ok(answer) => answer,
+    match answer {
+        Ok(answer) if accepted(&answer) => apply(host, call, &token, cancelled).await,
+        Ok(answer) => {
+            declined(host, principal, &call, &preview);
+            Ok(refused_by_person(&answer.action))
+        }
         Err(err) => {
             declined(host, principal, &call, &preview);
-            return Ok(convert::tool_error(
+            Ok(convert::tool_error(
                 "declined",
                 &format!(
                     "the person could not be asked ({err}); nothing was sent and the journal \
                      records the write as declined"
                 ),
-            ));
+            ))
         }
-    };
-    let confirmed = answer.action == ElicitationAction::Accept
-        && answer
-            .content
-            .as_ref()
-            .and_then(|c| c.get("confirm"))
-            .and_then(Value::as_bool)
-            .unwrap_or(true);
-    if !confirmed {
-        declined(host, principal, &call, &preview);
-        let how = match answer.action {
-            ElicitationAction::Cancel => "cancelled",
-            _ => "declined",
-        };
-        return Ok(convert::tool_error(
-            "declined",
-            &format!(
-                "the person {how} this write: nothing was sent, and the change journal records it \
-                 as declined. Ask them what they want instead before trying again."
-            ),
-        ));
     }
-    let mut applying = call;
-    applying.input = with(&input, "confirmation_token", json!(token));
-    Ok(
-        match host.call_until(applying, cancelled.cancelled_owned()).await {
-            Ok(output) => convert::success(&output, convert::FilePaths::Resources),
-            Err(err) => convert::failure(err)?,
-        },
-    )
 }
 
 /// `input` with one more field.

@@ -16,8 +16,8 @@ pub mod tenants;
 use crate::host::{CallError, CallRequest, Host};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, Implementation, ListResourcesResult, ListToolsResult,
-    PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ServerConfig,
+    PaginatedRequestParams, ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -256,10 +256,20 @@ impl ServerHandler for McpServer {
             .host
             .policy(&principal.tenant_id)
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        // The 2026-07-28 era carries the client's era and capabilities in each request.
+        let stateless = context.meta.protocol_version() == Some(ProtocolVersion::V_2026_07_28)
+            || context
+                .peer
+                .peer_info()
+                .is_some_and(|info| info.protocol_version == ProtocolVersion::V_2026_07_28);
         let can_ask = context
-            .peer
-            .peer_info()
-            .is_some_and(|info| info.capabilities.elicitation.is_some());
+            .meta
+            .client_capabilities()
+            .is_some_and(|c| c.elicitation.is_some())
+            || context
+                .peer
+                .peer_info()
+                .is_some_and(|info| info.capabilities.elicitation.is_some());
         let flow = confirm::flow(
             policy.confirm_by,
             policy.confirm_writes,
@@ -279,6 +289,17 @@ impl ServerHandler for McpServer {
             confirm::Flow::AsAsked => {}
             confirm::Flow::Refuse(kind, message) => {
                 return Ok(convert::tool_error(kind, &message).into());
+            }
+            confirm::Flow::AskUser if stateless => {
+                return confirm::ask_user_statelessly(
+                    &self.host,
+                    &principal,
+                    call,
+                    request.request_state.clone(),
+                    request.input_responses.clone(),
+                    context.ct.clone(),
+                )
+                .await;
             }
             confirm::Flow::AskUser => {
                 return confirm::ask_user(

@@ -240,3 +240,134 @@ async fn under_user_or_token_a_client_that_cannot_ask_uses_the_token() {
     assert_eq!(result.is_error, Some(false), "{result:?}");
     assert_eq!(amount(&host).await, "195000");
 }
+
+/// The same person on the 2026-07-28 era (`server/discover`, no server-to-client requests):
+/// the write answers `input_required` with the form and a signed, single-use request state;
+/// rmcp's client asks the person and calls again with the answer.
+async fn stateless_client(host: Arc<Host>, person: Person) -> RunningService<RoleClient, Person> {
+    use rmcp::model::ProtocolVersion;
+    use rmcp::{ClientLifecycleMode, ClientServiceExt};
+    let (server_end, client_end) = tokio::io::duplex(1 << 20);
+    let server = McpServer::for_principal(host, principal());
+    tokio::spawn(async move {
+        if let Ok(running) = server.serve(server_end).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let client = person
+        .serve_with_lifecycle(
+            client_end,
+            ClientLifecycleMode::Discover {
+                preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        client.peer_info().unwrap().protocol_version,
+        ProtocolVersion::V_2026_07_28
+    );
+    client
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_the_2026_era_the_write_waits_for_input_and_only_an_accept_sends_it() {
+    let host = acme("user");
+    let person = Person {
+        answer: ElicitationAction::Decline,
+        asked: Arc::default(),
+    };
+    let asked = person.asked.clone();
+    let session = stateless_client(host.clone(), person).await;
+    let result = session
+        .call_tool(call("crma_update_record", raise()))
+        .await
+        .unwrap();
+    assert_eq!(tool_error(&result)["error"]["kind"], "declined");
+    assert_eq!(amount(&host).await, "180000", "declined: nothing sent");
+    assert!(asked.lock().unwrap()[0].contains("amount: 180000 → 195000"));
+
+    let person = Person {
+        answer: ElicitationAction::Accept,
+        asked: Arc::default(),
+    };
+    let session = stateless_client(host.clone(), person).await;
+    let result = session
+        .call_tool(call("crma_update_record", raise()))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(false), "{result:?}");
+    assert_eq!(amount(&host).await, "195000");
+    let listed = session
+        .call_tool(call("crm_list_changes", json!({"record_id": "357300"})))
+        .await
+        .unwrap()
+        .structured_content
+        .unwrap();
+    let statuses: Vec<&str> = listed["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["applied", "declined"], "{listed}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_the_2026_era_a_forged_or_reused_request_state_writes_nothing() {
+    use rmcp::model::{CallToolResponse, ProtocolVersion, RequestMetaObject};
+    let host = acme("user");
+    let person = Person {
+        answer: ElicitationAction::Accept,
+        asked: Arc::default(),
+    };
+    let session = stateless_client(host.clone(), person).await;
+    // Driving the rounds by hand: the first answer is input_required with a request state.
+    let first = session
+        .peer()
+        .call_tool_once(call("crma_update_record", raise()))
+        .await
+        .unwrap();
+    let CallToolResponse::InputRequired(required) = first else {
+        panic!("expected input_required, got {first:?}");
+    };
+    let state = required.request_state.clone().unwrap();
+    let accept = json!({"confirm": {"action": "accept", "content": {"confirm": true}}});
+    let answers: rmcp::model::InputResponses = serde_json::from_value(accept).unwrap();
+    let mut meta = RequestMetaObject::new();
+    meta.set_protocol_version(ProtocolVersion::V_2026_07_28);
+    let retry = |state: String| {
+        let mut params = call("crma_update_record", raise());
+        params.request_state = Some(state);
+        params.input_responses = Some(answers.clone());
+        params.meta = Some(meta.clone());
+        params
+    };
+    // A forged state is no token the host signed: refused, nothing sent.
+    let forged = session
+        .peer()
+        .call_tool_once(retry("cf1.forged.state".into()))
+        .await
+        .unwrap();
+    let CallToolResponse::Complete(forged) = forged else {
+        panic!("{forged:?}")
+    };
+    assert_eq!(tool_error(&forged)["error"]["kind"], "invalid-input");
+    assert_eq!(amount(&host).await, "180000");
+    // The real one writes once; used again it is refused.
+    let done = session
+        .peer()
+        .call_tool_once(retry(state.clone()))
+        .await
+        .unwrap();
+    let CallToolResponse::Complete(done) = done else {
+        panic!("{done:?}")
+    };
+    assert_eq!(done.is_error, Some(false), "{done:?}");
+    assert_eq!(amount(&host).await, "195000");
+    let again = session.peer().call_tool_once(retry(state)).await.unwrap();
+    let CallToolResponse::Complete(again) = again else {
+        panic!("{again:?}")
+    };
+    assert_eq!(tool_error(&again)["error"]["kind"], "invalid-input");
+}
