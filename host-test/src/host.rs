@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 use url::Url;
 use wasmtime_wasi_config::WasiConfigVariables;
 
@@ -121,6 +121,8 @@ pub struct Host {
     tenants: RwLock<HashMap<String, Arc<TenantEntry>>>,
     /// Tells listeners (MCP sessions) which tenant's component was just swapped.
     swaps: tokio::sync::broadcast::Sender<Arc<str>>,
+    /// Calls running in the background as tasks.
+    tasks: crate::tasks::TaskBoard,
 }
 
 impl Host {
@@ -131,7 +133,13 @@ impl Host {
             audit,
             tenants: RwLock::default(),
             swaps: tokio::sync::broadcast::channel(64).0,
+            tasks: crate::tasks::TaskBoard::default(),
         }
+    }
+
+    /// The calls running in the background as tasks, each its owner's only.
+    pub fn tasks(&self) -> &crate::tasks::TaskBoard {
+        &self.tasks
     }
 
     pub fn runtime(&self) -> &Arc<Runtime> {
@@ -337,6 +345,7 @@ impl Host {
         writes: Arc<AtomicBool>,
         call_id: Arc<str>,
         progress: Option<ProgressSink>,
+        time_limit: Duration,
     ) -> Result<wasmtime::Store<crate::runtime::CallState>, CallError> {
         let limits = self.runtime.limits();
         // Only this tenant's settings, results directory and mapping store.
@@ -348,6 +357,7 @@ impl Host {
             policy: entry.policy.clone(),
             call_id,
             progress,
+            time_limit,
         };
         let hooks = BrokerHooks {
             tenant: entry.tenant_id.clone(),
@@ -426,7 +436,15 @@ impl Host {
             return Ok(listing.clone());
         }
         // Listing sends nothing: no tool is named, so the policy admits no request.
-        let mut store = self.store(&entry, "", "", Arc::default(), "".into(), None)?;
+        let mut store = self.store(
+            &entry,
+            "",
+            "",
+            Arc::default(),
+            "".into(),
+            None,
+            self.runtime.limits().call_timeout,
+        )?;
         let plugin_error = |e: wasmtime::Error| CallError::Plugin(format!("{e:#}"));
         let instance = entry
             .plugin
@@ -461,16 +479,17 @@ impl Host {
         request: CallRequest,
         cancelled: impl Future<Output = ()>,
     ) -> Result<String, CallError> {
-        self.call_reporting(request, cancelled, None).await
+        self.call_with(request, cancelled, CallOptions::default())
+            .await
     }
 
-    /// As [`Host::call_until`], passing the call's progress (records exported, read, synced)
-    /// to `progress`, a few times a second at most.
-    pub async fn call_reporting(
+    /// As [`Host::call_until`], with `options`: where the call's progress goes, and a time
+    /// limit of its own (a task's, longer than a call's).
+    pub async fn call_with(
         &self,
         request: CallRequest,
         cancelled: impl Future<Output = ()>,
-        progress: Option<ProgressSink>,
+        options: CallOptions,
     ) -> Result<String, CallError> {
         let started = Instant::now();
         let writes = Arc::new(AtomicBool::new(false));
@@ -482,7 +501,7 @@ impl Host {
             .unwrap_or_default();
         let (result, peak_memory_bytes) = match entry {
             Ok(entry) => tokio::select! {
-                done = self.run(&entry, &request, writes.clone(), call_id.clone(), progress) => done,
+                done = self.run(&entry, &request, writes.clone(), call_id.clone(), options) => done,
                 () = cancelled => (Err(CallError::Cancelled {
                     write_sent: writes.load(Ordering::SeqCst),
                 }), 0),
@@ -512,7 +531,7 @@ impl Host {
         request: &CallRequest,
         writes: Arc<AtomicBool>,
         call_id: Arc<str>,
-        progress: Option<ProgressSink>,
+        options: CallOptions,
     ) -> (Result<String, CallError>, usize) {
         if let Err(refused) = self.refuse_hidden(entry, &request.tool).await {
             return (Err(refused), 0);
@@ -536,13 +555,17 @@ impl Host {
                 0,
             );
         }
+        let timeout = options
+            .time_limit
+            .unwrap_or(self.runtime.limits().call_timeout);
         let mut store = match self.store(
             entry,
             &request.tool,
             &request.user_id,
             writes,
             call_id,
-            progress,
+            options.progress,
+            timeout,
         ) {
             Ok(store) => store,
             Err(err) => return (Err(err), 0),
@@ -553,7 +576,6 @@ impl Host {
             granted_scopes: request.granted_scopes.clone(),
             instance_url: request.instance_url.clone(),
         };
-        let timeout = self.runtime.limits().call_timeout;
         let call = async {
             let instance = entry.plugin.pre.instantiate_async(&mut store).await?;
             instance
@@ -573,6 +595,16 @@ impl Host {
         };
         (result, store.data().peak_memory_bytes())
     }
+}
+
+/// How one call runs beyond its request.
+#[derive(Clone, Default)]
+pub struct CallOptions {
+    /// Where the call's progress goes (records exported, read, synced), a few times a second
+    /// at most.
+    pub progress: Option<ProgressSink>,
+    /// The call's own time limit instead of the runtime's (a task runs longer than a call).
+    pub time_limit: Option<Duration>,
 }
 
 /// A fresh id for one call, written on its audit line and kept with every change it journals.

@@ -28,11 +28,12 @@ pub mod private_fs;
 pub mod progress;
 pub mod result_file;
 pub mod runtime;
+pub mod tasks;
 pub mod tenant_db;
 
 pub use audit::AuditLog;
 pub use backend::Backend;
-pub use host::{CallError, CallRequest, Host, TenantSpec};
+pub use host::{CallError, CallOptions, CallRequest, Host, TenantSpec};
 pub use runtime::{HostLimits, PluginVersion, Runtime};
 
 /// The component built by this crate's build script.

@@ -375,6 +375,7 @@ impl Runtime {
         hooks: BrokerHooks,
         user_id: String,
     ) -> Store<CallState> {
+        let time_limit = tenant.time_limit;
         let state = CallState {
             // Clocks only: no environment, arguments, stdio, preopens or sockets (none is linked).
             wasi: WasiCtx::builder().build(),
@@ -404,7 +405,7 @@ impl Runtime {
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.limits);
-        let ticks = (self.limits.call_timeout.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64;
+        let ticks = (time_limit.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64;
         store.set_epoch_deadline(ticks);
         store.epoch_deadline_trap();
         store
@@ -420,6 +421,8 @@ pub(crate) struct TenantResources {
     pub(crate) policy: Arc<HostPolicy>,
     pub(crate) call_id: Arc<str>,
     pub(crate) progress: Option<ProgressSink>,
+    /// How long the call may run.
+    pub(crate) time_limit: Duration,
 }
 
 /// The interfaces the `plugin` world imports, and nothing else: `wasi:io` and `wasi:http` for

@@ -11,6 +11,7 @@ pub mod convert;
 pub mod files;
 pub mod http;
 pub mod jwt;
+pub mod tasks;
 pub mod tenants;
 
 use crate::host::{CallError, CallRequest, Host};
@@ -137,6 +138,7 @@ impl ServerHandler for McpServer {
                 .enable_tools()
                 .enable_tool_list_changed()
                 .enable_resources()
+                .enable_tasks()
                 .build(),
         )
         .with_server_info(Implementation::new("crm-host", env!("CARGO_PKG_VERSION")))
@@ -313,6 +315,17 @@ impl ServerHandler for McpServer {
                 .map(Into::into);
             }
         }
+        let client_has_tasks = context
+            .meta
+            .client_capabilities()
+            .is_some_and(|c| c.supports_tasks())
+            || context
+                .peer
+                .peer_info()
+                .is_some_and(|info| info.capabilities.supports_tasks());
+        if tasks::runs_as_task(&request.name, &input, client_has_tasks) {
+            return Ok(tasks::start(self.host.clone(), &principal, call).into());
+        }
         let cancelled = context.ct.clone();
         // A client that sent a progressToken hears how an export, sync or long query goes.
         let (progress, reporting) = match context.meta.get_progress_token() {
@@ -324,7 +337,14 @@ impl ServerHandler for McpServer {
         };
         let outcome = self
             .host
-            .call_reporting(call, cancelled.cancelled_owned(), progress)
+            .call_with(
+                call,
+                cancelled.cancelled_owned(),
+                crate::host::CallOptions {
+                    progress,
+                    time_limit: None,
+                },
+            )
             .await;
         // Every progress notification goes out before the result.
         if let Some(reporting) = reporting {
@@ -341,6 +361,24 @@ impl ServerHandler for McpServer {
             Err(err) => convert::failure(err),
         };
         result.map(Into::into)
+    }
+
+    async fn get_task(
+        &self,
+        request: rmcp::model::GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetTaskResult, McpError> {
+        let principal = self.principal(&context.extensions)?;
+        tasks::get(&self.host, &principal, request)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: rmcp::model::CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        let principal = self.principal(&context.extensions)?;
+        tasks::cancel(&self.host, &principal, request)
     }
 
     async fn list_resources(

@@ -22,4 +22,5 @@ mod security;
 mod startup;
 mod status;
 mod sync;
+mod tasks;
 mod timeline;
