@@ -344,10 +344,10 @@ impl Host {
         user_id: &str,
         writes: Arc<AtomicBool>,
         call_id: Arc<str>,
-        progress: Option<ProgressSink>,
-        time_limit: Duration,
+        options: CallOptions,
     ) -> Result<wasmtime::Store<crate::runtime::CallState>, CallError> {
         let limits = self.runtime.limits();
+        let time_limit = options.time_limit.unwrap_or(limits.call_timeout);
         // Only this tenant's settings, results directory and mapping store.
         let tenant = TenantResources {
             config: entry.config.clone(),
@@ -356,7 +356,7 @@ impl Host {
             connections: entry.connections.clone(),
             policy: entry.policy.clone(),
             call_id,
-            progress,
+            progress: options.progress,
             time_limit,
         };
         let hooks = BrokerHooks {
@@ -442,8 +442,7 @@ impl Host {
             "",
             Arc::default(),
             "".into(),
-            None,
-            self.runtime.limits().call_timeout,
+            CallOptions::default(),
         )?;
         let plugin_error = |e: wasmtime::Error| CallError::Plugin(format!("{e:#}"));
         let instance = entry
@@ -564,8 +563,7 @@ impl Host {
             &request.user_id,
             writes,
             call_id,
-            options.progress,
-            timeout,
+            options,
         ) {
             Ok(store) => store,
             Err(err) => return (Err(err), 0),
