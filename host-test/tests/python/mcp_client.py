@@ -156,7 +156,21 @@ async def the_person_confirms(crm_host, workdir):
             check(refused.is_error and error["kind"] == "forbidden" and "cannot ask its user" in error["message"],
                   f"no elicitation: {refused}")
             check(await amount(session) == before, "refused: nothing sent")
-    print("stdio: the person confirms writes (accept, decline, no elicitation, own token) ok")
+    # Under user-or-token, a client that cannot ask keeps the token flow.
+    either = StdioServerParameters(
+        command=crm_host, args=params.args,
+        env=dict(os.environ, CRM_POLICY_CONFIRM_WRITES="user-or-token"))
+    async with stdio_client(either) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            preview = await session.call_tool(
+                "crma_update_record", dict(deal, properties={"amount": "4"}, preview=True))
+            token = preview.structured_content["preview"]["confirmation_token"]
+            made = await session.call_tool(
+                "crma_update_record", dict(deal, properties={"amount": "4"}, confirmation_token=token))
+            check(not made.is_error and await amount(session) == "4", f"token flow: {made}")
+    print("stdio: the person confirms writes (accept, decline, no elicitation, own token, "
+          "user-or-token) ok")
 
 
 async def http_session(url, token, account_id, account_name):

@@ -1,8 +1,8 @@
-//! A `to_file` export as a task (MCP's tasks extension): with the host's call limit at three
-//! seconds and a slowed sandbox, the export outlives the limit as a task, `tasks/get` shows the
-//! records written and then the answer with the file's resource link; `tasks/cancel` stops one
-//! midway and leaves no file; another user cannot see the task. The same export as a plain call
-//! hits the call limit.
+//! A `to_file` export as a task (MCP's tasks extension): with the host's usual 120-second call
+//! limit and a sandbox slowed to 13 seconds a search, the export (ten pages) runs past the limit
+//! as a task, `tasks/get` shows the records written and then the answer with the file's
+//! resource link, while the same export as a plain call stops at the limit; `tasks/cancel`
+//! stops one midway and leaves no file; another user cannot see the task.
 
 use crate::fixtures::{ALL_SCOPES, plugin_bytes, temp_dir};
 use crate::mcp::call;
@@ -23,19 +23,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use wasmtime_wasi_http::Error as HttpError;
 
-/// The sandbox, answering each search 300 ms late.
+/// The sandbox, answering each search late.
 #[derive(Clone)]
-struct SlowSandbox(SandboxCrm);
+struct SlowSandbox(SandboxCrm, Duration);
 
 impl Backend for SlowSandbox {
     fn send(
         &self,
         request: http::Request<Bytes>,
     ) -> BoxFuture<Result<http::Response<Bytes>, HttpError>> {
-        let sandbox = self.0.clone();
+        let (sandbox, delay) = (self.0.clone(), self.1);
         Box::pin(async move {
             if request.uri().path().ends_with("/search") {
-                tokio::time::sleep(Duration::from_millis(300)).await;
+                tokio::time::sleep(delay).await;
             }
             sandbox.send(request).await
         })
@@ -80,11 +80,11 @@ async fn client<C: ClientHandler>(
     handler.serve(client_end).await.unwrap()
 }
 
-/// acme with 2,000 seeded contacts behind a slow line, a three-second call limit, and results
-/// in `dir`.
-fn slow_acme(dir: &Path) -> Arc<Host> {
+/// acme with 2,000 seeded contacts (ten pages) behind a line `delay` slow a search, a call
+/// limit of `call_timeout`, and results in `dir`.
+fn slow_acme(dir: &Path, call_timeout: Duration, delay: Duration) -> Arc<Host> {
     let limits = HostLimits {
-        call_timeout: Duration::from_secs(3),
+        call_timeout,
         ..HostLimits::default()
     };
     let runtime = Arc::new(Runtime::new(limits).unwrap());
@@ -94,7 +94,7 @@ fn slow_acme(dir: &Path) -> Arc<Host> {
         .unwrap();
     let host = Arc::new(Host::new(
         runtime.clone(),
-        Arc::new(SlowSandbox(sandbox)),
+        Arc::new(SlowSandbox(sandbox, delay)),
         AuditLog::in_memory(),
     ));
     let mut spec = SandboxCrm::tenant_spec("acme");
@@ -119,17 +119,19 @@ fn files_in(dir: &Path) -> Vec<PathBuf> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_export_outlives_the_call_limit_as_a_task_and_shows_its_progress() {
     let dir = temp_dir("task-export");
-    let host = slow_acme(&dir);
+    let limit = HostLimits::default().call_timeout;
+    assert_eq!(limit, Duration::from_secs(120));
+    let host = slow_acme(&dir, limit, Duration::from_secs(13));
 
-    // As a plain call it hits the three-second limit.
-    let plain = client(host.clone(), "demo-user", ()).await;
-    assert!(
+    // As a plain call it stops at the 120-second limit (run alongside the task).
+    let plain_host = host.clone();
+    let plain = tokio::spawn(async move {
+        let plain = client(plain_host, "demo-user", ()).await;
         plain
             .call_tool(call("crma_search_records", export()))
             .await
-            .is_err(),
-        "a plain call stops at the call limit"
-    );
+            .is_err()
+    });
 
     let session = client(host.clone(), "demo-user", Poller).await;
     let started = session
@@ -165,12 +167,13 @@ async fn an_export_outlives_the_call_limit_as_a_task_and_shows_its_progress() {
         if got.task.task.status.is_terminal() {
             break got;
         }
-        assert!(begun.elapsed() < Duration::from_secs(60), "{messages:?}");
-        tokio::time::sleep(Duration::from_millis(400)).await;
+        assert!(begun.elapsed() < Duration::from_secs(300), "{messages:?}");
+        tokio::time::sleep(Duration::from_secs(2)).await;
     };
+    assert!(begun.elapsed() > limit, "it ran past the call limit");
     assert!(
-        begun.elapsed() > Duration::from_secs(3),
-        "it ran past the call limit"
+        plain.await.unwrap(),
+        "the plain call stopped at the call limit"
     );
     assert_eq!(done.task.task.status, TaskStatus::Completed, "{messages:?}");
     assert!(
@@ -198,7 +201,7 @@ async fn an_export_outlives_the_call_limit_as_a_task_and_shows_its_progress() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancelled_export_task_stops_and_leaves_no_file() {
     let dir = temp_dir("task-cancel");
-    let host = slow_acme(&dir);
+    let host = slow_acme(&dir, Duration::from_secs(3), Duration::from_millis(300));
     let session = client(host.clone(), "demo-user", Poller).await;
     let started = session
         .peer()
