@@ -10,13 +10,11 @@ use crate::crma::metadata::account::RecordLinks;
 use crate::crma::scopes::Operation;
 use crate::crma::types::ObjectType;
 use crate::crma::wire::{Page, RecordObject};
-use crate::crmb::client::{self as crmb_client, QueryPage};
+use crate::crmb::client::{self as crmb_client};
 use crate::crmb::ids::{ApiName, SalesforceId};
 use crate::crmb::record_url::InstanceUrl;
-use crate::error::{Crm, CrmProblem, ToolError};
-use crate::http::Request;
+use crate::error::ToolError;
 use crate::policy::ReadScope;
-use crate::proxy;
 use crate::tool::{CrmEffect, Session, Tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -453,16 +451,8 @@ fn salesforce_side(session: &mut Session<'_>, key: &Key<'_>) -> Result<Side, Too
     let instance = InstanceUrl::if_known(session.ctx.instance_url.as_deref())?;
     let mut records = Vec::new();
     for (object, soql) in queries {
-        let url = proxy::crm_b(session.config()?, &["query"], &[("q", &soql)])?;
         let subject = format!("{object} records matching the customer");
-        let response = crmb_client::send(session, &Request::read(Crm::Salesforce, url), &subject)?;
-        let page: QueryPage = serde_json::from_slice(&response.body).map_err(|e| {
-            CrmProblem::unexpected_answer(
-                Crm::Salesforce,
-                response.status,
-                format!("the answer about {subject} was not a query result: {e}"),
-            )
-        })?;
+        let page = crmb_client::lookup(session, &soql, &subject)?;
         for row in page.records {
             let get = |k: &str| row.get(k).cloned().unwrap_or(Value::Null);
             let Some(id) = row.get("Id").and_then(Value::as_str).map(str::to_string) else {

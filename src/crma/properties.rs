@@ -49,34 +49,45 @@ const KNOWN_DATETIMES: &[&str] = &[
     "hs_meeting_end_time",
 ];
 
+/// The definition of `name` on `object_type`, read as `T`
+/// (`GET /crm/v3/properties/{objectType}/{propertyName}`); an unknown property is an input
+/// error naming the tool that lists the names.
+pub(crate) fn definition<T: serde::de::DeserializeOwned>(
+    session: &mut Session<'_>,
+    object_type: &ObjectType,
+    name: &PropertyName,
+) -> Result<T, ToolError> {
+    let object = object_type.as_str().to_string();
+    let call = Call::get(
+        Operation::ReadProperties(object_type.clone()),
+        vec!["crm", "v3", "properties", &object, name.as_str()],
+        format!("property {name} of {object}", name = name.as_str()),
+    );
+    let answer = client::send(session, call).map_err(|err| match err {
+        ToolError::NotFound(_) => ToolError::invalid(format!(
+            "{object} has no property named {}: crma_get_properties lists the names",
+            name.as_str()
+        )),
+        other => other,
+    })?;
+    serde_json::from_value(answer).map_err(|err| {
+        ToolError::from(CrmProblem::unexpected_answer(
+            Crm::Hubspot,
+            200,
+            format!("the definition of {}: {err}", name.as_str()),
+        ))
+    })
+}
+
 /// Reads the type of each named property of `object_type`, one small request each.
 pub(crate) fn kinds(
     session: &mut Session<'_>,
     object_type: &ObjectType,
     names: &BTreeSet<&PropertyName>,
 ) -> Result<BTreeMap<String, Kind>, ToolError> {
-    let object = object_type.as_str().to_string();
     let mut kinds = BTreeMap::new();
     for name in names {
-        let call = Call::get(
-            Operation::ReadProperties(object_type.clone()),
-            vec!["crm", "v3", "properties", &object, name.as_str()],
-            format!("property {name} of {object}", name = name.as_str()),
-        );
-        let answer = client::send(session, call).map_err(|err| match err {
-            ToolError::NotFound(_) => ToolError::invalid(format!(
-                "{object} has no property named {}: crma_get_properties lists the names",
-                name.as_str()
-            )),
-            other => other,
-        })?;
-        let definition: Definition = serde_json::from_value(answer).map_err(|err| {
-            ToolError::from(CrmProblem::unexpected_answer(
-                Crm::Hubspot,
-                200,
-                format!("the definition of {}: {err}", name.as_str()),
-            ))
-        })?;
+        let definition: Definition = definition(session, object_type, name)?;
         let kind = match definition.kind.as_str() {
             "string" => Kind::Text,
             "date" => Kind::Date,

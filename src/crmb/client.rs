@@ -50,6 +50,25 @@ pub(crate) struct QueryPage {
     pub(crate) records: Vec<serde_json::Map<String, serde_json::Value>>,
 }
 
+/// Runs one small SOQL lookup (a query this crate writes, not the caller's) and reads its one
+/// page; `subject` says what it looks for, in errors.
+pub(crate) fn lookup(
+    session: &mut Session<'_>,
+    soql: &str,
+    subject: &str,
+) -> Result<QueryPage, ToolError> {
+    let url = proxy::crm_b(session.config()?, &["query"], &[("q", soql)])?;
+    let response = send(session, &Request::read(Crm::Salesforce, url), subject)?;
+    serde_json::from_slice(&response.body).map_err(|e| {
+        CrmProblem::unexpected_answer(
+            Crm::Salesforce,
+            response.status,
+            format!("the answer about {subject} was not a query result: {e}"),
+        )
+        .into()
+    })
+}
+
 /// The REST API versions the org serves, oldest first (`GET /services/data/`), or the tool
 /// error that stopped the answer.
 pub(crate) fn served_versions(session: &mut Session<'_>) -> Result<Vec<ApiVersion>, ToolError> {

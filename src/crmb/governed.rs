@@ -2,7 +2,7 @@
 //! changes, their current values, a revert's update, and where the provenance marker goes. The
 //! paths are the ones this plugin's Salesforce tools send (and its egress policy lists).
 
-use super::client::{self as crmb_client, QueryPage};
+use super::client::{self as crmb_client};
 use super::ids::ApiName;
 use crate::config::Config;
 use crate::error::{Crm, CrmProblem, ToolError};
@@ -120,16 +120,8 @@ impl GovernedCrm for Salesforce {
             object.as_str(),
             LOOKUP_LIMIT
         );
-        let url = proxy::crm_b(session.config()?, &["query"], &[("q", &soql)])?;
         let subject = format!("{} records created since the write", object.as_str());
-        let response = crmb_client::send(session, &Request::read(Crm::Salesforce, url), &subject)?;
-        let page: QueryPage = serde_json::from_slice(&response.body).map_err(|e| {
-            CrmProblem::unexpected_answer(
-                Crm::Salesforce,
-                response.status,
-                format!("the answer about {subject} was not a query result: {e}"),
-            )
-        })?;
+        let page = crmb_client::lookup(session, &soql, &subject)?;
         Ok(page
             .records
             .into_iter()

@@ -5,12 +5,10 @@
 //! or before the cursor, `want` at most.
 
 use super::{Cursor, Fetched, Item, preview};
-use crate::crmb::client::{self as crmb_client, QueryPage};
+use crate::crmb::client::{self as crmb_client};
 use crate::crmb::ids::{ApiName, SalesforceId};
 use crate::crmb::record_url::InstanceUrl;
-use crate::error::{Crm, CrmProblem, ToolError};
-use crate::http::Request;
-use crate::proxy;
+use crate::error::ToolError;
 use crate::tool::Session;
 use serde_json::{Map, Value};
 
@@ -83,16 +81,8 @@ pub(super) fn fetch(
             .filter(|name| !(masked(name) || name.starts_with("Owner.") && masked("OwnerId")))
             .collect();
         let query = soql(source, id, cursor, want, &shown);
-        let url = proxy::crm_b(config, &["query"], &[("q", &query)])?;
         let subject = format!("the {}s of {}", source.object, id.as_str());
-        let response = crmb_client::send(session, &Request::read(Crm::Salesforce, url), &subject)?;
-        let page: QueryPage = serde_json::from_slice(&response.body).map_err(|e| {
-            CrmProblem::unexpected_answer(
-                Crm::Salesforce,
-                response.status,
-                format!("the answer about {subject} was not a query result: {e}"),
-            )
-        })?;
+        let page = crmb_client::lookup(session, &query, &subject)?;
         let full = page.records.len() >= want;
         let object = ApiName::parse(source.object).map_err(ToolError::invalid)?;
         let items = page

@@ -3,7 +3,6 @@
 //! Prints the time, the records read and the component's peak linear memory, which must be
 //! the same figure at both sizes: only the groups are kept.
 
-use crm_host::audit::AuditEvent;
 use crm_host::{AuditLog, CallRequest, Host, Runtime};
 use crm_sandbox::SandboxCrm;
 use serde_json::{Value, json};
@@ -42,16 +41,7 @@ pub async fn figures(runtime: &Arc<Runtime>, wasm: &[u8]) {
         let out: Value =
             serde_json::from_str(&host.call(request).await.expect("the aggregate runs")).unwrap();
         let elapsed = started.elapsed();
-        let peak = audit
-            .events()
-            .iter()
-            .find_map(|e| match e {
-                AuditEvent::ToolCall {
-                    peak_memory_bytes, ..
-                } => Some(*peak_memory_bytes),
-                _ => None,
-            })
-            .unwrap_or_default();
+        let peak = super::export::peak_of(&audit);
         println!(
             "HubSpot aggregate of {count} deals by stage: records_read {}, {} groups, {elapsed:?}, peak linear memory {peak} bytes ({:.2} MiB)",
             out["records_read"],

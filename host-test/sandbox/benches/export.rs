@@ -12,6 +12,20 @@ use std::time::Instant;
 
 const SCOPES: &[&str] = &["crm.objects.contacts.read", "crm.schemas.custom.read"];
 
+/// The component's peak linear memory in the first call audited.
+pub fn peak_of(audit: &AuditLog) -> u64 {
+    audit
+        .events()
+        .iter()
+        .find_map(|e| match e {
+            AuditEvent::ToolCall {
+                peak_memory_bytes, ..
+            } => Some(*peak_memory_bytes),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
 pub async fn figures(runtime: &Arc<Runtime>, wasm: &[u8]) {
     for count in [2_000usize, 25_000] {
         let sandbox = SandboxCrm::new();
@@ -48,16 +62,7 @@ pub async fn figures(runtime: &Arc<Runtime>, wasm: &[u8]) {
             .as_str()
             .and_then(|p| std::fs::read_to_string(p).ok())
             .map_or(0, |text| text.lines().count());
-        let peak = audit
-            .events()
-            .iter()
-            .find_map(|e| match e {
-                AuditEvent::ToolCall {
-                    peak_memory_bytes, ..
-                } => Some(*peak_memory_bytes),
-                _ => None,
-            })
-            .unwrap_or_default();
+        let peak = peak_of(&audit);
         let searches = audit
             .events()
             .iter()

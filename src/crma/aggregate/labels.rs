@@ -9,11 +9,10 @@
 //! false}], "referencedObjectType": "OWNER", ...}`; `name` and `type` are required.
 
 use super::grouping::Labels;
-use crate::crma::client::{self, Call};
 use crate::crma::metadata::pipeline_names;
 use crate::crma::owner_names;
-use crate::crma::scopes::Operation;
-use crate::crma::types::{ObjectType, PropertyName, decode};
+use crate::crma::properties;
+use crate::crma::types::{ObjectType, PropertyName};
 use crate::error::ToolError;
 use crate::tool::Session;
 use serde::Deserialize;
@@ -91,27 +90,14 @@ impl Definition {
     }
 }
 
-/// The definition of `name` on `object_type`; an unknown property is an input error naming
-/// the tool that lists the names.
+/// The definition of `name` on `object_type` (an unknown property is an input error naming
+/// the tool that lists the names).
 pub(crate) fn definition(
     session: &mut Session<'_>,
     object_type: &ObjectType,
     name: &PropertyName,
 ) -> Result<Definition, ToolError> {
-    let object = object_type.as_str().to_string();
-    let call = Call::get(
-        Operation::ReadProperties(object_type.clone()),
-        vec!["crm", "v3", "properties", &object, name.as_str()],
-        format!("property {} of {object}", name.as_str()),
-    );
-    let answer = client::send(session, call).map_err(|err| match err {
-        ToolError::NotFound(_) => ToolError::invalid(format!(
-            "{object} has no property named {}: crma_get_properties lists the names",
-            name.as_str()
-        )),
-        other => other,
-    })?;
-    decode(answer, "a property definition")
+    properties::definition(session, object_type, name)
 }
 
 /// Stage names (`Closed won`, with the pipeline's name when the type has several pipelines)

@@ -99,6 +99,22 @@ async fn amount(host: &Host) -> Value {
     serde_json::from_str::<Value>(&out).unwrap()["properties"]["amount"].clone()
 }
 
+/// The journal's statuses for the deal, newest first.
+async fn statuses<C: ClientHandler>(session: &RunningService<RoleClient, C>) -> Vec<String> {
+    let listed = session
+        .call_tool(call("crm_list_changes", json!({"record_id": "357300"})))
+        .await
+        .unwrap()
+        .structured_content
+        .unwrap();
+    listed["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["status"].as_str().unwrap().to_string())
+        .collect()
+}
+
 fn raise() -> Value {
     json!({"object_type": "deals", "record_id": "357300", "properties": {"amount": "195000"}})
 }
@@ -156,19 +172,7 @@ async fn a_decline_sends_nothing_and_the_journal_says_declined() {
         assert_eq!(amount(&host).await, "180000", "nothing was sent");
     }
     let session = client(host.clone(), ()).await;
-    let listed = session
-        .call_tool(call("crm_list_changes", json!({"record_id": "357300"})))
-        .await
-        .unwrap()
-        .structured_content
-        .unwrap();
-    let statuses: Vec<&str> = listed["changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["status"].as_str().unwrap())
-        .collect();
-    assert_eq!(statuses, ["declined", "declined"], "{listed}");
+    assert_eq!(statuses(&session).await, ["declined", "declined"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -298,19 +302,7 @@ async fn in_the_2026_era_the_write_waits_for_input_and_only_an_accept_sends_it()
         .unwrap();
     assert_eq!(result.is_error, Some(false), "{result:?}");
     assert_eq!(amount(&host).await, "195000");
-    let listed = session
-        .call_tool(call("crm_list_changes", json!({"record_id": "357300"})))
-        .await
-        .unwrap()
-        .structured_content
-        .unwrap();
-    let statuses: Vec<&str> = listed["changes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["status"].as_str().unwrap())
-        .collect();
-    assert_eq!(statuses, ["applied", "declined"], "{listed}");
+    assert_eq!(statuses(&session).await, ["applied", "declined"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
