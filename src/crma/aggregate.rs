@@ -452,9 +452,17 @@ fn count(
         mut notes,
     } = prepared;
     let mut pages = KeysetWalk::new(plan);
+    // The workspace's record cap (CRM_POLICY_MAX_RECORDS) bounds what one call reads, as it
+    // bounds what one call returns or exports.
+    let policy_cap = session.config()?.policy.max_records;
+    let cap = policy_cap.map_or(MAX_RECORDS_READ, |m| m.min(MAX_RECORDS_READ));
     let mut complete = true;
-    while let Some(page) = pages.next_page(session)? {
+    'pages: while let Some(page) = pages.next_page(session)? {
         for record in &page.records {
+            if tally.records() >= cap {
+                complete = false;
+                break 'pages;
+            }
             tally.add(&record.properties).map_err(|err| match err {
                 TallyError::TooManyGroups => ToolError::invalid(format!(
                     "more than {MAX_GROUPS} groups: group by a coarser bucket (month instead \
@@ -467,18 +475,22 @@ fn count(
                 )),
             })?;
         }
-        session.progress(tally.records(), Some(pages.total().min(MAX_RECORDS_READ)));
-        if tally.records() >= MAX_RECORDS_READ {
-            complete = false;
-            notes.push(format!(
-                "stopped after {} records of {}: one call reads at most {MAX_RECORDS_READ}. \
-                 Narrow the filters (for example by closedate or createdate windows) and add \
-                 the answers up",
-                tally.records(),
-                pages.total()
-            ));
-            break;
-        }
+        session.progress(tally.records(), Some(pages.total().min(cap)));
+    }
+    if !complete {
+        let why = match policy_cap {
+            Some(m) if m <= MAX_RECORDS_READ => {
+                format!("the workspace reads at most {m} records a call (CRM_POLICY_MAX_RECORDS)")
+            }
+            _ => format!("one call reads at most {MAX_RECORDS_READ}"),
+        };
+        notes.push(format!(
+            "stopped after {} records of {}: {why}. The figures cover those records only; \
+             narrow the filters (for example by closedate or createdate windows) and add the \
+             answers up",
+            tally.records(),
+            pages.total()
+        ));
     }
     if tally.unreadable() > 0 {
         notes.push(format!(

@@ -173,10 +173,19 @@ impl Transport for Portal {
 }
 
 fn aggregate(portal: &mut Portal, scopes: &[&str], input: Value) -> Result<Value, ToolError> {
+    aggregate_with(portal, scopes, &[], input)
+}
+
+fn aggregate_with(
+    portal: &mut Portal,
+    scopes: &[&str],
+    settings: &[(&'static str, &str)],
+    input: Value,
+) -> Result<Value, ToolError> {
     harness::call(
         portal,
         &harness::ctx(scopes, None),
-        &harness::config(&[]),
+        &harness::config(settings),
         "crma_aggregate_records",
         &input,
     )
@@ -423,4 +432,36 @@ fn more_groups_than_an_answer_can_hold_is_refused_with_what_to_do() {
     )
     .unwrap_err();
     assert!(err.to_string().contains("coarser bucket"), "{err}");
+}
+
+#[test]
+fn the_workspaces_record_cap_bounds_what_one_call_reads_and_says_so() {
+    use crate::policy::keys::MAX_RECORDS;
+    let by_stage = json!({"object_type": "deals", "group_by": [{"property": "dealstage"}]});
+    let mut portal = Portal::new(deals(1_000));
+    let out = aggregate_with(
+        &mut portal,
+        SCOPES,
+        &[(MAX_RECORDS, "500")],
+        by_stage.clone(),
+    )
+    .unwrap();
+    assert_eq!(out["records_read"], 500);
+    assert_eq!(out["totals"]["count"], 500);
+    assert_eq!(out["complete"], false);
+    assert!(
+        out["note"]
+            .as_str()
+            .unwrap()
+            .contains("CRM_POLICY_MAX_RECORDS"),
+        "{out}"
+    );
+    assert_eq!(portal.searches, 3, "stops reading at the cap");
+    // Exactly the cap, and no more to read: complete.
+    let mut portal = Portal::new(deals(400));
+    let out = aggregate_with(&mut portal, SCOPES, &[(MAX_RECORDS, "400")], by_stage).unwrap();
+    assert_eq!(
+        (out["records_read"].as_u64(), out["complete"].as_bool()),
+        (Some(400), Some(true))
+    );
 }
