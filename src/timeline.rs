@@ -26,6 +26,9 @@ const DEFAULT_LIMIT: u32 = 20;
 const MAX_LIMIT: u32 = 50;
 /// Characters of an item's body shown.
 const PREVIEW_CHARS: usize = 160;
+/// Most ids a cursor carries of items shown at its exact time: with a page of at most
+/// [`MAX_LIMIT`], a source is asked for at most 200, HubSpot's largest search page.
+const MAX_SEEN: usize = 150;
 
 /// Which CRM the record is in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, JsonSchema)]
@@ -160,6 +163,9 @@ pub(crate) struct TimelineOutput {
     /// Activity types not shown, each with the reason (a scope the connection lacks).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     left_out: Vec<LeftOut>,
+    /// Present when the pages had to step over activities: more than 150 share one time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    note: Option<String>,
 }
 
 /// Where a page starts: items at or before `before` (milliseconds), except the ones already
@@ -191,7 +197,7 @@ impl Cursor {
             .and_then(|t| t.parse().ok())
             .ok_or_else(refuse)?;
         let seen: Vec<String> = parts.map(str::to_string).collect();
-        let fits = seen.len() <= MAX_LIMIT as usize
+        let fits = seen.len() <= MAX_SEEN
             && seen.iter().all(|id| {
                 (1..=20).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_alphanumeric())
             });
@@ -247,14 +253,35 @@ fn merge(
             if let Some(c) = cursor.filter(|c| c.before == last.millis) {
                 seen.extend(c.seen.iter().cloned());
             }
-            Some(Cursor {
-                before: last.millis,
-                seen,
-            })
+            if seen.len() > MAX_SEEN {
+                // More items share this time than a cursor can name: the next page starts
+                // just before it (see `stepped_over`).
+                Some(Cursor {
+                    before: last.millis.saturating_sub(1),
+                    seen: Vec::new(),
+                })
+            } else {
+                Some(Cursor {
+                    before: last.millis,
+                    seen,
+                })
+            }
         }
         _ => None,
     };
     (items, next)
+}
+
+/// Says so when the next page steps over the rest of the items at the last item's time.
+fn stepped_over(items: &[Item], next: Option<&Cursor>) -> Option<String> {
+    let (last, next) = (items.last()?, next?);
+    (next.before < last.millis).then(|| {
+        format!(
+            "more than {MAX_SEEN} activities share the time {}: the next page starts just \
+             before it, so the ones of that time not shown yet are skipped",
+            last.time
+        )
+    })
 }
 
 /// A body as a short plain-text preview: tags dropped, entities for spaces and ampersands
@@ -332,10 +359,12 @@ impl Tool for RecordTimeline {
             ),
         };
         let (items, next) = merge(sources, cursor.as_ref(), limit);
+        let note = stepped_over(&items, next.as_ref());
         Ok(TimelineOutput {
             items,
             next_cursor: next.map(|c| c.encode()),
             left_out,
+            note,
         })
     }
 }

@@ -591,6 +591,7 @@ impl Host {
                 "the call took longer than {timeout:?}"
             ))),
         };
+        store.data_mut().flush_progress();
         (result, store.data().peak_memory_bytes())
     }
 }

@@ -15,16 +15,30 @@ pub type ProgressSink = Arc<dyn Fn(u64, Option<u64>) + Send + Sync>;
 /// The least time between two reports passed on.
 pub const EVERY: Duration = Duration::from_millis(250);
 
-/// One call's reporting: its sink, and the last report passed on.
+/// One call's reporting: its sink, the last report passed on, and the newest one held back.
 #[derive(Default)]
 pub(crate) struct CallProgress {
     sink: Option<ProgressSink>,
     last: Option<(Instant, u64)>,
+    held: Option<(u64, Option<u64>)>,
 }
 
 impl CallProgress {
     pub(crate) fn new(sink: Option<ProgressSink>) -> Self {
-        CallProgress { sink, last: None }
+        CallProgress {
+            sink,
+            last: None,
+            held: None,
+        }
+    }
+
+    /// Passes on the newest report held back by the thinning, when the call has ended: the
+    /// last word is always the last count.
+    pub(crate) fn flush(&mut self) {
+        if let (Some(sink), Some((done, total))) = (&self.sink, self.held.take()) {
+            self.last = Some((Instant::now(), done));
+            sink(done, total);
+        }
     }
 
     /// Whether a report of `done` (of `total`) at `now` is passed on: the first, the last
@@ -46,7 +60,10 @@ impl CallProgress {
         let now = Instant::now();
         if self.passes(done, total, now) {
             self.last = Some((now, done));
+            self.held = None;
             sink(done, total);
+        } else if self.last.is_none_or(|(_, before)| done > before) {
+            self.held = Some((done, total));
         }
     }
 }
@@ -90,10 +107,22 @@ mod tests {
         let later = CallProgress {
             sink: None,
             last: Some((t0, 5)),
+            held: None,
         };
         assert!(!later.passes(6, None, t0 + EVERY / 2));
         assert!(later.passes(6, None, t0 + EVERY));
         assert!(!later.passes(5, None, t0 + EVERY * 4));
+        // A report held back by the thinning goes out when the call ends.
+        let mut syncing = CallProgress::new(Some(Arc::new({
+            let into = seen.clone();
+            move |done, total| into.lock().unwrap().push((done, total))
+        })));
+        seen.lock().unwrap().clear();
+        syncing.report(100, None);
+        syncing.report(700, None);
+        syncing.flush();
+        syncing.flush();
+        assert_eq!(*seen.lock().unwrap(), [(100, None), (700, None)]);
         // Without a sink nothing is kept.
         let mut silent = CallProgress::new(None);
         silent.report(1, None);

@@ -177,6 +177,11 @@ impl CallState {
         &mut self.progress
     }
 
+    /// Sends the last progress report the thinning held back, once the call has ended.
+    pub(crate) fn flush_progress(&mut self) {
+        self.progress.flush();
+    }
+
     /// `change-journal` for this call: its tenant's journal, in its user's, tool's and call's
     /// name.
     fn change_journal(&mut self) -> JournalView<'_> {

@@ -64,14 +64,11 @@ impl Task {
         }
     }
 
-    /// Records how the task ended; a cancelled task stays cancelled.
+    /// Records how the task ended, as the call ended: a cancel that came after the call was
+    /// done changes nothing (its file is published and its answer stands).
     pub fn finish(&self, outcome: Outcome) {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        state.outcome = if self.cancel.is_cancelled() {
-            Outcome::Cancelled
-        } else {
-            outcome
-        };
+        state.outcome = outcome;
         state.updated_ms = now_ms();
     }
 
@@ -143,7 +140,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_task_is_its_owners_only_and_a_cancelled_one_stays_cancelled() {
+    fn a_task_is_its_owners_only_and_ends_as_its_call_ended() {
         let board = TaskBoard::default();
         let (id, task) = board.open("acme", "ana");
         assert!(board.find(&id, "acme", "ana").is_some());
@@ -155,9 +152,15 @@ mod tests {
             (200, Some(1000))
         );
         task.cancel();
-        task.finish(Outcome::Completed(serde_json::json!({})));
+        assert!(task.cancellation().is_cancelled());
+        task.finish(Outcome::Cancelled);
         assert_eq!(task.snapshot().outcome, Outcome::Cancelled);
         task.progress(300, Some(1000));
         assert_eq!(task.snapshot().done, 200, "no progress after the end");
+        // A cancel that came after the call finished leaves its answer standing.
+        let (_, late) = board.open("acme", "ana");
+        late.cancel();
+        late.finish(Outcome::Completed(serde_json::json!({"ok": true})));
+        assert!(matches!(late.snapshot().outcome, Outcome::Completed(_)));
     }
 }

@@ -282,8 +282,12 @@ impl Asked {
                 a.property.as_str()
             )));
         }
-        let mut metrics: Vec<Metric> = input.metrics.iter().filter_map(|m| m.0.clone()).collect();
-        metrics.dedup();
+        let mut metrics: Vec<Metric> = Vec::new();
+        for metric in input.metrics.iter().filter_map(|m| m.0.clone()) {
+            if !metrics.contains(&metric) {
+                metrics.push(metric);
+            }
+        }
         if metrics.len() > MAX_METRICS {
             return Err(ToolError::invalid(format!(
                 "{} metrics: at most {MAX_METRICS} in one call",

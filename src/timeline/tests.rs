@@ -347,3 +347,58 @@ fn a_record_named_wrongly_is_refused_before_anything_is_sent() {
         assert!(crms.paths.is_empty(), "{input}");
     }
 }
+
+#[test]
+fn more_items_at_one_time_than_a_cursor_can_name_step_over_and_say_so() {
+    // 200 Tasks bulk-loaded in one second, paged 50 at a time.
+    let tasks: Vec<Item> = (0..200)
+        .map(|n| item("task", &format!("00T{n:015}"), 5_000))
+        .collect();
+    let older = item("task", "00T999999999999999", 1_000);
+    let fetch = |cursor: Option<&Cursor>, want: usize| {
+        let mut mine: Vec<Item> = tasks
+            .iter()
+            .chain([&older])
+            .filter(|i| cursor.is_none_or(|c| i.millis <= c.before))
+            .cloned()
+            .collect();
+        mine.sort_by(|a, b| b.millis.cmp(&a.millis).then_with(|| b.id.cmp(&a.id)));
+        mine.truncate(want);
+        vec![Fetched {
+            full: mine.len() >= want,
+            items: mine,
+        }]
+    };
+    let mut cursor: Option<Cursor> = None;
+    let mut pages = 0;
+    let mut shown = Vec::new();
+    let mut stepped = false;
+    loop {
+        let want = 50 + cursor.as_ref().map_or(0, |c| c.seen.len());
+        assert!(
+            want <= 200,
+            "a source is never asked for more than HubSpot's page"
+        );
+        let (page, next) = merge(fetch(cursor.as_ref(), want), cursor.as_ref(), 50);
+        shown.extend(page.iter().map(|i| i.id.clone()));
+        pages += 1;
+        stepped |= stepped_over(&page, next.as_ref()).is_some();
+        match next {
+            Some(next) => {
+                let text = next.encode();
+                assert_eq!(Cursor::decode(&text).unwrap(), next, "every cursor decodes");
+                cursor = Some(next);
+            }
+            None => break,
+        }
+        assert!(pages < 10);
+    }
+    assert!(stepped, "the step over is said");
+    assert_eq!(
+        shown.last().unwrap(),
+        "00T999999999999999",
+        "the older item still comes"
+    );
+    let distinct: std::collections::BTreeSet<_> = shown.iter().collect();
+    assert_eq!(distinct.len(), shown.len(), "nothing repeats");
+}

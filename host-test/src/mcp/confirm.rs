@@ -93,7 +93,10 @@ pub(crate) fn message(tool: &str, preview: &Value, link: Option<&str>) -> String
         other => other.to_string(),
     };
     for (field, change) in preview["changes"].as_object().into_iter().flatten() {
-        if change["current"].is_null() {
+        if !change.is_object() {
+            // Masked by the workspace's policy (the host masks every answer by key).
+            text.push_str(&format!("\n- {field}: (hidden by workspace policy)"));
+        } else if change["current"].is_null() {
             text.push_str(&format!("\n- {field}: {}", shown(&change["new"])));
         } else {
             text.push_str(&format!(
@@ -140,12 +143,12 @@ async fn form(
 /// Whether the person's answer lets the write go: "accept", and the box left on.
 fn accepted(answer: &ElicitResult) -> bool {
     answer.action == ElicitationAction::Accept
-        && answer
-            .content
-            .as_ref()
-            .and_then(|c| c.get(QUESTION))
-            .and_then(Value::as_bool)
-            .unwrap_or(true)
+        && match &answer.content {
+            // Accepted without form values: the form itself was the question.
+            None => true,
+            // With values, only an explicit yes: "false", 0 or null are not one.
+            Some(content) => content.get(QUESTION) == Some(&Value::Bool(true)),
+        }
 }
 
 /// The preview of the write `call` would make, or the tool result that stopped it.
@@ -162,8 +165,9 @@ async fn preview_of(
         .await
     {
         Ok(out) => Ok(Ok(serde_json::from_str::<Value>(&out)
-            .unwrap_or(Value::Null)["preview"]
-            .take())),
+            .ok()
+            .and_then(|out| out.get("preview").cloned())
+            .unwrap_or(Value::Null))),
         Err(err) => convert::failure(err).map(Err),
     }
 }
@@ -219,9 +223,12 @@ pub(crate) async fn ask_user_statelessly(
         (Some(token), Some(answer)) if accepted(&answer) => {
             Ok(apply(host, call, &token, cancelled).await?.into())
         }
-        (Some(_), Some(answer)) => {
-            // Journalled from a fresh preview (a read): the first one's token just expires.
-            if let Ok(preview) = preview_of(host, &call, &cancelled).await? {
+        (Some(token), Some(answer)) => {
+            // The token is used up, so the same state cannot be accepted later; only a state
+            // this host issued for this write is journalled (from a fresh preview, a read).
+            if burn(host, principal, &call, &token)
+                && let Ok(preview) = preview_of(host, &call, &cancelled).await?
+            {
                 declined(host, principal, &call, &preview);
             }
             Ok(refused_by_person(&answer.action).into())
@@ -285,6 +292,46 @@ pub(crate) async fn ask_user(
             ))
         }
     }
+}
+
+/// Uses up the token `call` would be applied with, so it can never be: `true` when it was one
+/// this host issued for this user, tool and input, and still good.
+fn burn(host: &Host, principal: &Principal, call: &CallRequest, token: &str) -> bool {
+    let Ok(db) = host.mappings(&principal.tenant_id) else {
+        return false;
+    };
+    let mut input: Value = serde_json::from_str(&call.input).unwrap_or(Value::Null);
+    if let Some(fields) = input.as_object_mut() {
+        fields.remove("preview");
+        fields.remove("confirmation_token");
+    }
+    let who = CallIdentity {
+        user_id: &call.user_id,
+        tool: &call.tool,
+        call_id: "declined",
+    };
+    db.redeem_confirmation(&who, token, &canonical(&input))
+        .is_ok()
+}
+
+/// The input as the component binds a token to it: keys sorted at every depth, compact.
+fn canonical(value: &Value) -> String {
+    fn sorted(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => {
+                let mut keys: Vec<&String> = map.keys().collect();
+                keys.sort();
+                Value::Object(
+                    keys.into_iter()
+                        .map(|k| (k.clone(), sorted(&map[k])))
+                        .collect(),
+                )
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    sorted(value).to_string()
 }
 
 /// `input` with one more field.
@@ -398,6 +445,49 @@ mod tests {
         assert_eq!(
             flow(Assistant, true, true, &own_token, false),
             Flow::AsAsked
+        );
+    }
+
+    #[test]
+    fn only_a_clear_yes_lets_the_write_go() {
+        let answer = |action, content: Option<Value>| {
+            let mut result = ElicitResult::new(action);
+            if let Some(content) = content {
+                result = result.with_content(content);
+            }
+            accepted(&result)
+        };
+        assert!(answer(
+            ElicitationAction::Accept,
+            Some(json!({"confirm": true}))
+        ));
+        assert!(answer(ElicitationAction::Accept, None));
+        for unclear in [
+            json!({"confirm": "false"}),
+            json!({"confirm": 0}),
+            json!({"confirm": null}),
+            json!({}),
+        ] {
+            assert!(
+                !answer(ElicitationAction::Accept, Some(unclear.clone())),
+                "{unclear}"
+            );
+        }
+        assert!(!answer(
+            ElicitationAction::Decline,
+            Some(json!({"confirm": true}))
+        ));
+        assert!(!answer(ElicitationAction::Cancel, None));
+    }
+
+    #[test]
+    fn a_masked_field_is_shown_hidden_not_empty() {
+        let preview = json!({"crm": "hubspot", "action": "update", "object": "contacts",
+            "record_id": "51", "changes": {"email": "[masked by workspace policy]"}});
+        let text = message("crma_update_record", &preview, None);
+        assert!(
+            text.contains("- email: (hidden by workspace policy)"),
+            "{text}"
         );
     }
 

@@ -59,6 +59,10 @@ impl Decimal {
                 .and_then(|u| u.checked_add(i128::from(b - b'0')))
                 .ok_or(DecimalError::OutOfRange)?;
         }
+        if units == 0 {
+            // Zero whatever its exponent (`0e-2147483648` must not loop for billions of steps).
+            return Ok(Decimal::ZERO);
+        }
         let mut scale = i64::try_from(fraction.len()).unwrap_or(i64::MAX) - i64::from(exponent);
         while scale < 0 {
             units = units.checked_mul(10).ok_or(DecimalError::OutOfRange)?;
@@ -191,6 +195,8 @@ mod tests {
             Decimal::parse("1e400").unwrap_err(),
             DecimalError::OutOfRange
         );
+        assert_eq!(d("0e-2147483648").to_string(), "0");
+        assert_eq!(d("-0.000e2147483647").to_string(), "0");
     }
 
     #[test]

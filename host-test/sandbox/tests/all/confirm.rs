@@ -363,3 +363,62 @@ async fn in_the_2026_era_a_forged_or_reused_request_state_writes_nothing() {
     };
     assert_eq!(tool_error(&again)["error"]["kind"], "invalid-input");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_the_2026_era_a_declined_state_is_used_up_and_a_forged_one_journals_nothing() {
+    use rmcp::model::{CallToolResponse, ProtocolVersion, RequestMetaObject};
+    let host = acme("user");
+    let person = Person {
+        answer: ElicitationAction::Accept,
+        asked: Arc::default(),
+    };
+    let session = stateless_client(host.clone(), person).await;
+    let first = session
+        .peer()
+        .call_tool_once(call("crma_update_record", raise()))
+        .await
+        .unwrap();
+    let CallToolResponse::InputRequired(required) = first else {
+        panic!("expected input_required, got {first:?}");
+    };
+    let state = required.request_state.clone().unwrap();
+    let mut meta = RequestMetaObject::new();
+    meta.set_protocol_version(ProtocolVersion::V_2026_07_28);
+    let retry = |state: &str, answer: Value| {
+        let mut params = call("crma_update_record", raise());
+        params.request_state = Some(state.to_string());
+        params.input_responses = Some(serde_json::from_value(json!({"confirm": answer})).unwrap());
+        params.meta = Some(meta.clone());
+        params
+    };
+    let complete = |response: CallToolResponse| match response {
+        CallToolResponse::Complete(result) => result,
+        other => panic!("{other:?}"),
+    };
+    // A forged state with a "no": nothing is sent and nothing is journalled.
+    let forged = session
+        .peer()
+        .call_tool_once(retry("cf1.forged.state", json!({"action": "decline"})))
+        .await
+        .unwrap();
+    assert_eq!(tool_error(&complete(forged))["error"]["kind"], "declined");
+    assert!(statuses(&session).await.is_empty());
+    // The real state declined, then the same state "accepted": the token is used up.
+    let no = session
+        .peer()
+        .call_tool_once(retry(&state, json!({"action": "decline"})))
+        .await
+        .unwrap();
+    assert_eq!(tool_error(&complete(no))["error"]["kind"], "declined");
+    let yes = session
+        .peer()
+        .call_tool_once(retry(
+            &state,
+            json!({"action": "accept", "content": {"confirm": true}}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(tool_error(&complete(yes))["error"]["kind"], "invalid-input");
+    assert_eq!(amount(&host).await, "180000");
+    assert_eq!(statuses(&session).await, ["declined"]);
+}
