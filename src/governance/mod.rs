@@ -111,7 +111,8 @@ pub(crate) fn call_write(
 
 /// A JSON value as text with every object's keys in order, whatever map type serde_json was
 /// built with: two inputs that mean the same are the same text, for a confirmation's binding.
-fn canonical(value: &Value) -> String {
+/// Public so the host binds the tokens it uses up itself to exactly the same text.
+pub fn canonical(value: &Value) -> String {
     fn sorted(value: &Value) -> Value {
         match value {
             Value::Object(map) => {

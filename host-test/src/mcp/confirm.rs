@@ -310,28 +310,9 @@ fn burn(host: &Host, principal: &Principal, call: &CallRequest, token: &str) -> 
         tool: &call.tool,
         call_id: "declined",
     };
-    db.redeem_confirmation(&who, token, &canonical(&input))
+    // The component's own canonical form: a token is bound to exactly that text.
+    db.redeem_confirmation(&who, token, &crm_plugin::governance::canonical(&input))
         .is_ok()
-}
-
-/// The input as the component binds a token to it: keys sorted at every depth, compact.
-fn canonical(value: &Value) -> String {
-    fn sorted(value: &Value) -> Value {
-        match value {
-            Value::Object(map) => {
-                let mut keys: Vec<&String> = map.keys().collect();
-                keys.sort();
-                Value::Object(
-                    keys.into_iter()
-                        .map(|k| (k.clone(), sorted(&map[k])))
-                        .collect(),
-                )
-            }
-            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
-            other => other.clone(),
-        }
-    }
-    sorted(value).to_string()
 }
 
 /// `input` with one more field.
