@@ -1,26 +1,34 @@
-//! Each tenant's database: one SQLite database per tenant, holding its mappings and created
-//! ids (the `mapping-store` import), its change journal, its confirmation tokens and their
-//! HMAC key (the `change-journal` import, in `journal`), and its disconnects.
+//! Each tenant's store: its mappings and created ids (the `mapping-store` import), its change
+//! journal, its confirmation tokens and their HMAC key (the `change-journal` import, in
+//! `journal`), and its disconnects.
 //!
-//! Each tenant gets its own database (its own file by default, so mappings survive a restart),
-//! and every row also carries the tenant id, which every query filters on: a call can reach
-//! only the store of the tenant the host is serving. Rows are never deleted; soft deletes set
+//! [`TenantDb`] is the one door to it: it checks every value and keeps the rules, then hands
+//! rows to a [`rows::Rows`] implementation: SQLite ([`sqlite`], one file per tenant by default,
+//! so mappings survive a restart) or PostgreSQL ([`postgres`], one database that a fleet of hosts
+//! shares). Every row carries the tenant id, which every query filters on: a call can reach only
+//! the store of the tenant the host is serving. Rows are never deleted; soft deletes set
 //! `deleted` and keep the row.
 //!
-//! A sync's many mappings go through a [`MappingChange`]: staged in the connection's temporary
-//! tables a batch at a time, read back in key order, and applied in one transaction at commit.
-//! No call moves more than [`MAX_PAGE`] mappings, so neither side holds a large listing whole.
+//! A sync's many mappings go through a [`MappingChange`]: staged a batch at a time, read back in
+//! key order, and applied in one transaction at commit. No call moves more than [`MAX_PAGE`]
+//! mappings, so neither side holds a large listing whole.
 
 mod change;
 mod error;
 pub mod journal;
+pub mod postgres;
+pub mod rows;
+mod sqlite;
+#[cfg(test)]
+pub(crate) mod testing;
 
 pub use change::MappingChange;
 pub use error::StoreError;
+pub use postgres::PgStore;
 
-use rusqlite::{Connection, OptionalExtension, params};
+use rows::Rows;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Largest `fields` JSON the host accepts for one mapping.
@@ -32,13 +40,25 @@ const MAX_BATCH: usize = 200_000;
 /// Most mappings one page read or one staged batch carries.
 pub const MAX_PAGE: usize = 500;
 
-/// Where a tenant's mappings live.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where a tenant's store lives.
+#[derive(Clone)]
 pub enum DbLocation {
     /// A SQLite file, created when missing: survives restarts.
     File(PathBuf),
     /// Memory only, gone when the host stops (tests, throwaway runs).
     Memory,
+    /// A PostgreSQL database shared by every host of a fleet.
+    Postgres(Arc<PgStore>),
+}
+
+impl std::fmt::Debug for DbLocation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DbLocation::File(path) => f.debug_tuple("File").field(path).finish(),
+            DbLocation::Memory => f.write_str("Memory"),
+            DbLocation::Postgres(store) => f.debug_tuple("Postgres").field(store).finish(),
+        }
+    }
 }
 
 /// A mapping as stored (the WIT record plus bookkeeping).
@@ -63,12 +83,12 @@ pub struct CreatedRow {
     pub created_at_ms: i64,
 }
 
-/// One tenant's mapping database.
+/// One tenant's store.
 pub struct TenantDb {
     tenant: Arc<str>,
-    conn: Mutex<Connection>,
-    /// The id the next change's staged rows carry.
-    next_change: std::sync::atomic::AtomicU64,
+    rows: Arc<dyn Rows>,
+    /// The confirmation-signing key, read (or made) once.
+    signing_key: OnceLock<ring::hmac::Key>,
 }
 
 impl std::fmt::Debug for TenantDb {
@@ -88,77 +108,34 @@ fn now_ms() -> i64 {
 
 impl TenantDb {
     pub fn open(tenant: &str, location: &DbLocation) -> Result<Self, StoreError> {
-        let conn = match location {
-            DbLocation::File(path) => {
-                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    crate::private_fs::create_dir_all(dir)
-                        .map_err(|e| StoreError::Unavailable(format!("{}: {e}", dir.display())))?;
-                }
-                crate::private_fs::touch(path)
-                    .map_err(|e| StoreError::Unavailable(format!("{}: {e}", path.display())))?;
-                Connection::open(path)
-                    .map_err(|e| StoreError::Unavailable(format!("{}: {e}", path.display())))?
-            }
-            DbLocation::Memory => Connection::open_in_memory().map_err(StoreError::from)?,
+        let rows: Arc<dyn Rows> = match location {
+            DbLocation::Postgres(store) => store.clone(),
+            local => Arc::new(sqlite::SqliteRows::open(local)?),
         };
-        conn.execute_batch(
-            "PRAGMA journal_mode = WAL;
-             PRAGMA synchronous = NORMAL;
-             PRAGMA busy_timeout = 5000;
-             CREATE TABLE IF NOT EXISTS mappings (
-                 tenant        TEXT    NOT NULL,
-                 kind          TEXT    NOT NULL CHECK (kind IN ('user', 'owner')),
-                 crm_id        TEXT    NOT NULL,
-                 fields        TEXT    NOT NULL CHECK (json_valid(fields)),
-                 deleted       INTEGER NOT NULL DEFAULT 0,
-                 deleted_at_ms INTEGER,
-                 created_at_ms INTEGER NOT NULL,
-                 updated_at_ms INTEGER NOT NULL,
-                 PRIMARY KEY (tenant, kind, crm_id)
-             );
-             CREATE TABLE IF NOT EXISTS created_records (
-                 seq           INTEGER PRIMARY KEY,
-                 tenant        TEXT    NOT NULL,
-                 user_id       TEXT    NOT NULL,
-                 crm           TEXT    NOT NULL,
-                 object_type   TEXT    NOT NULL,
-                 record_id     TEXT    NOT NULL,
-                 created_at_ms INTEGER NOT NULL
-             );
-             CREATE TABLE IF NOT EXISTS disconnected (
-                 tenant          TEXT    NOT NULL,
-                 crm             TEXT    NOT NULL CHECK (crm IN ('crm-a', 'crm-b')),
-                 disconnected_at_ms INTEGER NOT NULL,
-                 PRIMARY KEY (tenant, crm)
-             );",
-        )
-        .map_err(StoreError::from)?;
-        change::create_staging(&conn)?;
-        journal::create_tables(&conn)?;
         Ok(TenantDb {
             tenant: tenant.into(),
-            conn: Mutex::new(conn),
-            next_change: std::sync::atomic::AtomicU64::new(1),
+            rows,
+            signing_key: OnceLock::new(),
         })
     }
 
-    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
-        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    /// The tenant this store serves.
+    pub fn tenant(&self) -> &str {
+        &self.tenant
     }
 
     /// Every mapping of one kind for this tenant, deleted ones included, in key order.
     pub fn list(&self, kind: &str) -> Result<Vec<StoredMapping>, StoreError> {
-        let conn = self.conn();
-        let mut statement = conn
-            .prepare_cached(
-                "SELECT kind, crm_id, fields, deleted FROM mappings
-                 WHERE tenant = ?1 AND kind = ?2 ORDER BY crm_id",
-            )
-            .map_err(StoreError::from)?;
-        let rows = statement
-            .query_map(params![&*self.tenant, kind], stored_mapping)
-            .map_err(StoreError::from)?;
-        rows.collect::<Result<_, _>>().map_err(StoreError::from)
+        let mut all = Vec::new();
+        loop {
+            let after = all.last().map(|m: &StoredMapping| m.crm_id.clone());
+            let page = self.list_page(kind, after.as_deref(), MAX_PAGE)?;
+            let done = page.len() < MAX_PAGE;
+            all.extend(page);
+            if done {
+                return Ok(all);
+            }
+        }
     }
 
     /// Up to `limit` (1 to [`MAX_PAGE`]) mappings of one kind for this tenant, deleted ones
@@ -170,34 +147,12 @@ impl TenantDb {
         limit: usize,
     ) -> Result<Vec<StoredMapping>, StoreError> {
         check_limit(limit)?;
-        let conn = self.conn();
-        let mut statement = conn
-            .prepare_cached(
-                "SELECT kind, crm_id, fields, deleted FROM mappings
-                 WHERE tenant = ?1 AND kind = ?2 AND (?3 IS NULL OR crm_id > ?3)
-                 ORDER BY crm_id LIMIT ?4",
-            )
-            .map_err(StoreError::from)?;
-        let rows = statement
-            .query_map(
-                params![&*self.tenant, kind, after, limit as i64],
-                stored_mapping,
-            )
-            .map_err(StoreError::from)?;
-        rows.collect::<Result<_, _>>().map_err(StoreError::from)
+        self.rows.list_page(&self.tenant, kind, after, limit)
     }
 
     /// One mapping by key.
     pub fn get(&self, kind: &str, crm_id: &str) -> Result<Option<StoredMapping>, StoreError> {
-        self.conn()
-            .query_row(
-                "SELECT kind, crm_id, fields, deleted FROM mappings
-                 WHERE tenant = ?1 AND kind = ?2 AND crm_id = ?3",
-                params![&*self.tenant, kind, crm_id],
-                stored_mapping,
-            )
-            .optional()
-            .map_err(StoreError::from)
+        self.rows.get(&self.tenant, kind, crm_id)
     }
 
     /// Inserts or replaces each mapping by key in one transaction: all or none.
@@ -208,30 +163,7 @@ impl TenantDb {
             )));
         }
         mappings.iter().try_for_each(check_mapping)?;
-        let now = now_ms();
-        let mut conn = self.conn();
-        let tx = conn.transaction().map_err(StoreError::from)?;
-        {
-            let mut upsert = tx
-                .prepare_cached(&format!(
-                    "INSERT INTO mappings {INSERTED}
-                         VALUES (?1, ?2, ?3, ?4, ?5, CASE WHEN ?5 THEN ?6 END, ?6, ?6) {UPSERT}"
-                ))
-                .map_err(StoreError::from)?;
-            for m in mappings {
-                upsert
-                    .execute(params![
-                        &*self.tenant,
-                        m.kind,
-                        m.crm_id,
-                        m.fields,
-                        m.deleted,
-                        now
-                    ])
-                    .map_err(StoreError::from)?;
-            }
-        }
-        tx.commit().map_err(StoreError::from)
+        self.rows.put(&self.tenant, mappings, now_ms())
     }
 
     /// Keeps a created record's id with the tenant, the acting user and the time.
@@ -247,97 +179,47 @@ impl TenantDb {
         }
         check_key("object type", object_type)?;
         check_key("record id", record_id)?;
-        self.conn()
-            .execute(
-                "INSERT INTO created_records (tenant, user_id, crm, object_type, record_id, created_at_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                params![&*self.tenant, user_id, crm, object_type, record_id, now_ms()],
-            )
-            .map(drop)
-            .map_err(StoreError::from)
+        self.rows.record_created(&CreatedRow {
+            tenant: self.tenant.to_string(),
+            user_id: user_id.into(),
+            crm: crm.into(),
+            object_type: object_type.into(),
+            record_id: record_id.into(),
+            created_at_ms: now_ms(),
+        })
     }
 
     /// The CRMs an operator disconnected for this tenant (`crm-a`, `crm-b`), so a disconnect
     /// outlives the process that made it.
     pub fn disconnected(&self) -> Result<Vec<String>, StoreError> {
-        let conn = self.conn();
-        let mut statement = conn
-            .prepare_cached("SELECT crm FROM disconnected WHERE tenant = ?1 ORDER BY crm")
-            .map_err(StoreError::from)?;
-        let rows = statement
-            .query_map(params![&*self.tenant], |row| row.get::<_, String>(0))
-            .map_err(StoreError::from)?;
-        rows.collect::<Result<_, _>>().map_err(StoreError::from)
+        self.rows.disconnected(&self.tenant)
     }
 
-    /// Records that `crm` is disconnected (or connected again) for this tenant.
+    /// Records that `crm` is disconnected (or connected again) for this tenant. In PostgreSQL
+    /// every other host hears of it at once.
     pub fn set_disconnected(&self, crm: &str, disconnected: bool) -> Result<(), StoreError> {
         if !matches!(crm, "crm-a" | "crm-b") {
             return Err(StoreError::Invalid(format!("unknown CRM {crm:?}")));
         }
-        let conn = self.conn();
-        let changed = if disconnected {
-            conn.execute(
-                "INSERT OR IGNORE INTO disconnected (tenant, crm, disconnected_at_ms) VALUES (?1, ?2, ?3)",
-                params![&*self.tenant, crm, now_ms()],
-            )
-        } else {
-            conn.execute(
-                "DELETE FROM disconnected WHERE tenant = ?1 AND crm = ?2",
-                params![&*self.tenant, crm],
-            )
-        };
-        changed.map(drop).map_err(StoreError::from)
+        self.rows
+            .set_disconnected(&self.tenant, crm, disconnected, now_ms())
     }
 
     /// Every created-record id kept for this tenant, oldest first.
     pub fn created_records(&self) -> Result<Vec<CreatedRow>, StoreError> {
-        let conn = self.conn();
-        let mut statement = conn
-            .prepare_cached(
-                "SELECT tenant, user_id, crm, object_type, record_id, created_at_ms
-                 FROM created_records WHERE tenant = ?1 ORDER BY seq",
-            )
-            .map_err(StoreError::from)?;
-        let rows = statement
-            .query_map(params![&*self.tenant], |row| {
-                Ok(CreatedRow {
-                    tenant: row.get(0)?,
-                    user_id: row.get(1)?,
-                    crm: row.get(2)?,
-                    object_type: row.get(3)?,
-                    record_id: row.get(4)?,
-                    created_at_ms: row.get(5)?,
-                })
-            })
-            .map_err(StoreError::from)?;
-        rows.collect::<Result<_, _>>().map_err(StoreError::from)
+        self.rows.created_records(&self.tenant)
     }
-}
 
-/// The columns an insert names, in order.
-const INSERTED: &str =
-    "(tenant, kind, crm_id, fields, deleted, deleted_at_ms, created_at_ms, updated_at_ms)";
+    /// How many rows this tenant's open changes have staged (none once every change has
+    /// committed or been dropped).
+    pub fn staged_rows(&self) -> Result<i64, StoreError> {
+        self.rows.staged_rows(&self.tenant)
+    }
 
-/// How an insert replaces the stored mapping with its key: `deleted_at_ms` keeps the time of
-/// the first soft delete, and clears when the mapping is restored.
-const UPSERT: &str = "ON CONFLICT (tenant, kind, crm_id) DO UPDATE SET
-    fields = excluded.fields,
-    deleted = excluded.deleted,
-    deleted_at_ms = CASE
-        WHEN excluded.deleted = 0 THEN NULL
-        WHEN mappings.deleted = 1 THEN mappings.deleted_at_ms
-        ELSE excluded.updated_at_ms END,
-    updated_at_ms = excluded.updated_at_ms";
-
-/// A row of `kind, crm_id, fields, deleted`.
-fn stored_mapping(row: &rusqlite::Row<'_>) -> rusqlite::Result<StoredMapping> {
-    Ok(StoredMapping {
-        kind: row.get(0)?,
-        crm_id: row.get(1)?,
-        fields: row.get(2)?,
-        deleted: row.get(3)?,
-    })
+    /// Whether the store answers.
+    pub fn ping(&self) -> Result<(), StoreError> {
+        self.rows.ping()
+    }
 }
 
 /// A mapping the host accepts: a plain key and a bounded JSON object.
@@ -418,33 +300,86 @@ mod tests {
 
     #[test]
     fn mappings_upsert_by_key_and_soft_delete_keeps_the_row() {
-        let db = TenantDb::open("t1", &DbLocation::Memory).unwrap();
-        db.put(&[mapping("owner", "7", r#"{"email":"a@x.com"}"#, false)])
-            .unwrap();
-        db.put(&[mapping("owner", "7", r#"{"email":"a@x.com"}"#, true)])
-            .unwrap();
-        let all = db.list("owner").unwrap();
-        assert_eq!(
-            all,
-            vec![mapping("owner", "7", r#"{"email":"a@x.com"}"#, true)]
-        );
-        assert!(db.list("user").unwrap().is_empty());
+        for (kind, db) in testing::stores("t1") {
+            db.put(&[mapping("owner", "7", r#"{"email":"a@x.com"}"#, false)])
+                .unwrap();
+            db.put(&[mapping("owner", "7", r#"{"email":"a@x.com"}"#, true)])
+                .unwrap();
+            let all = db.list("owner").unwrap();
+            assert_eq!(
+                all,
+                vec![mapping("owner", "7", r#"{"email":"a@x.com"}"#, true)],
+                "{kind}"
+            );
+            assert!(db.list("user").unwrap().is_empty(), "{kind}");
+        }
     }
 
     #[test]
     fn a_bad_mapping_rolls_back_the_whole_write() {
-        let db = TenantDb::open("t1", &DbLocation::Memory).unwrap();
-        let err = db
-            .put(&[
-                mapping("owner", "1", "{}", false),
-                mapping("owner", "2", "not json", false),
-            ])
-            .unwrap_err();
-        assert!(
-            matches!(&err, StoreError::Invalid(m) if m.contains("JSON object")),
-            "{err}"
-        );
-        assert!(db.list("owner").unwrap().is_empty());
+        for (kind, db) in testing::stores("t1") {
+            let err = db
+                .put(&[
+                    mapping("owner", "1", "{}", false),
+                    mapping("owner", "2", "not json", false),
+                ])
+                .unwrap_err();
+            assert!(
+                matches!(&err, StoreError::Invalid(m) if m.contains("JSON object")),
+                "{kind}: {err}"
+            );
+            assert!(db.list("owner").unwrap().is_empty(), "{kind}");
+        }
+    }
+
+    #[test]
+    fn pages_follow_byte_order_and_a_batch_repeating_a_key_keeps_the_last() {
+        for (kind, db) in testing::stores("order") {
+            let ids = ["b", "B", "10", "3", "a-1", "a_1", "é"];
+            let batch: Vec<_> = ids
+                .iter()
+                .map(|id| mapping("user", id, "{}", false))
+                .chain([mapping("user", "3", r#"{"v":2}"#, true)])
+                .collect();
+            db.put(&batch).unwrap();
+            let mut sorted = ids.to_vec();
+            sorted.sort_unstable();
+            let first = db.list_page("user", None, 4).unwrap();
+            let rest = db.list_page("user", Some(&first[3].crm_id), 4).unwrap();
+            let seen: Vec<_> = first
+                .iter()
+                .chain(&rest)
+                .map(|m| m.crm_id.as_str())
+                .collect();
+            assert_eq!(
+                seen, sorted,
+                "{kind}: byte order, as the component compares keys"
+            );
+            assert_eq!(
+                db.get("user", "3").unwrap(),
+                Some(mapping("user", "3", r#"{"v":2}"#, true)),
+                "{kind}"
+            );
+        }
+    }
+
+    #[test]
+    fn tenants_of_one_database_never_see_each_other() {
+        for (kind, location) in testing::locations() {
+            if matches!(location, DbLocation::Memory) {
+                continue; // one memory database per tenant: the file case below covers SQLite
+            }
+            let a = TenantDb::open(&testing::fresh_tenant("a"), &location).unwrap();
+            let b = TenantDb::open(&testing::fresh_tenant("b"), &location).unwrap();
+            a.put(&[mapping("user", "1", "{}", false)]).unwrap();
+            a.record_created("u", "hubspot", "deals", "5").unwrap();
+            a.set_disconnected("crm-a", true).unwrap();
+            assert!(b.list("user").unwrap().is_empty(), "{kind}");
+            assert!(b.created_records().unwrap().is_empty(), "{kind}");
+            assert!(b.disconnected().unwrap().is_empty(), "{kind}");
+            assert_eq!(a.created_records().unwrap()[0].record_id, "5", "{kind}");
+            assert_eq!(a.disconnected().unwrap(), ["crm-a"], "{kind}");
+        }
     }
 
     #[test]

@@ -35,7 +35,7 @@ pub(super) fn from_wit_error(error: wit_store::StoreError) -> StoreError {
     StoreError(match error {
         wit_store::StoreError::Unavailable(m) => {
             format!(
-                "the workspace's local store is unavailable ({m}); nothing was changed: try again shortly"
+                "the workspace's store is unavailable ({m}); nothing was changed: try again shortly"
             )
         }
         wit_store::StoreError::Invalid(m)

@@ -3,49 +3,23 @@
 //! read back in key order, the writes decided from it are staged with [`MappingChange::write`],
 //! and [`MappingChange::commit`] applies them in one transaction.
 //!
-//! Staged rows live in the connection's temporary tables, never in `mappings`, so nothing is
-//! visible before the commit; a change dropped uncommitted (the component failed, trapped, or
+//! Staged rows live apart from `mappings` (SQLite: the connection's temporary tables;
+//! PostgreSQL: a staging table keyed by tenant and change), so nothing is visible before the
+//! commit; a change dropped uncommitted (the component failed, trapped, or
 //! never committed) deletes its staged rows and leaves the store as it was.
 
-use super::{
-    INSERTED, MAX_PAGE, StoreError, StoredMapping, TenantDb, UPSERT, check_limit, check_mapping,
-    now_ms, stored_mapping,
-};
-use rusqlite::{Connection, params};
+use super::rows::Staged;
+use super::{MAX_PAGE, StoreError, StoredMapping, TenantDb, check_limit, check_mapping, now_ms};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 /// Most rows one change may stage, observed and writes together: far above the largest sync
 /// (400 pages of 500 owners, twice), so a runaway component cannot fill the host's disk.
 const MAX_STAGED: usize = 2_000_000;
 
-/// The staging tables, in the connection's temporary schema (seen by this connection only).
-/// Each row carries its change's id, so concurrent changes of one tenant stay apart.
-pub(super) fn create_staging(conn: &Connection) -> Result<(), StoreError> {
-    conn.execute_batch(
-        "CREATE TEMP TABLE IF NOT EXISTS change_observed (
-             change  INTEGER NOT NULL,
-             kind    TEXT    NOT NULL,
-             crm_id  TEXT    NOT NULL,
-             fields  TEXT    NOT NULL,
-             deleted INTEGER NOT NULL,
-             PRIMARY KEY (change, kind, crm_id)
-         ) WITHOUT ROWID;
-         CREATE TEMP TABLE IF NOT EXISTS change_writes (
-             change  INTEGER NOT NULL,
-             kind    TEXT    NOT NULL,
-             crm_id  TEXT    NOT NULL,
-             fields  TEXT    NOT NULL,
-             deleted INTEGER NOT NULL,
-             PRIMARY KEY (change, kind, crm_id)
-         ) WITHOUT ROWID;",
-    )
-    .map_err(StoreError::from)
-}
-
 /// An open change to one tenant's mappings.
 pub struct MappingChange {
     db: Arc<TenantDb>,
+    /// Random, so changes begun on different hosts of one database never share staging rows.
     id: i64,
     /// Rows staged so far.
     staged: usize,
@@ -66,10 +40,9 @@ impl std::fmt::Debug for MappingChange {
 impl MappingChange {
     /// Begins a change to `db`'s mappings.
     pub fn begin(db: &Arc<TenantDb>) -> Self {
-        let id = db.next_change.fetch_add(1, Ordering::Relaxed) as i64;
         MappingChange {
             db: db.clone(),
-            id,
+            id: super::journal::random_i64(),
             staged: 0,
             open: true,
         }
@@ -77,7 +50,7 @@ impl MappingChange {
 
     /// Stages mappings as observed in the CRM; a key observed again replaces the earlier one.
     pub fn observe(&mut self, mappings: &[StoredMapping]) -> Result<(), StoreError> {
-        self.stage("change_observed", mappings)
+        self.stage(Staged::Observed, mappings)
     }
 
     /// Up to `limit` (1 to [`MAX_PAGE`]) observed mappings of one kind in key order after the
@@ -90,43 +63,22 @@ impl MappingChange {
     ) -> Result<Vec<StoredMapping>, StoreError> {
         self.check_open()?;
         check_limit(limit)?;
-        let conn = self.db.conn();
-        let mut statement = conn
-            .prepare_cached(
-                "SELECT kind, crm_id, fields, deleted FROM temp.change_observed
-                 WHERE change = ?1 AND kind = ?2 AND (?3 IS NULL OR crm_id > ?3)
-                 ORDER BY crm_id LIMIT ?4",
-            )
-            .map_err(StoreError::from)?;
-        let rows = statement
-            .query_map(params![self.id, kind, after, limit as i64], stored_mapping)
-            .map_err(StoreError::from)?;
-        rows.collect::<Result<_, _>>().map_err(StoreError::from)
+        self.db
+            .rows
+            .observed(&self.db.tenant, self.id, kind, after, limit)
     }
 
     /// Stages writes, each inserting or replacing the stored mapping with its key at commit.
     pub fn write(&mut self, mappings: &[StoredMapping]) -> Result<(), StoreError> {
-        self.stage("change_writes", mappings)
+        self.stage(Staged::Writes, mappings)
     }
 
     /// Applies every staged write in one transaction, all or none, and ends the change.
     pub fn commit(&mut self) -> Result<(), StoreError> {
         self.check_open()?;
-        let now = now_ms();
-        let mut conn = self.db.conn();
-        let tx = conn.transaction().map_err(StoreError::from)?;
-        // `WHERE` before `ON CONFLICT` also tells SQLite's parser the upsert from a join.
-        tx.execute(
-            &format!(
-                "INSERT INTO mappings {INSERTED}
-                 SELECT ?1, kind, crm_id, fields, deleted, CASE WHEN deleted THEN ?2 END, ?2, ?2
-                 FROM temp.change_writes WHERE change = ?3 {UPSERT}"
-            ),
-            params![&*self.db.tenant, now, self.id],
-        )
-        .map_err(StoreError::from)?;
-        delete_staged(&tx, self.id)?;
-        tx.commit().map_err(StoreError::from)?;
+        self.db
+            .rows
+            .commit_change(&self.db.tenant, self.id, now_ms())?;
         self.open = false;
         Ok(())
     }
@@ -141,8 +93,8 @@ impl MappingChange {
         }
     }
 
-    /// Adds a batch to a staging table, in one transaction: the whole batch or none of it.
-    fn stage(&mut self, table: &str, mappings: &[StoredMapping]) -> Result<(), StoreError> {
+    /// Adds a batch to a staging area, in one transaction: the whole batch or none of it.
+    fn stage(&mut self, area: Staged, mappings: &[StoredMapping]) -> Result<(), StoreError> {
         self.check_open()?;
         if mappings.len() > MAX_PAGE {
             return Err(StoreError::Invalid(format!(
@@ -155,48 +107,26 @@ impl MappingChange {
             )));
         }
         mappings.iter().try_for_each(check_mapping)?;
-        let mut conn = self.db.conn();
-        let tx = conn.transaction().map_err(StoreError::from)?;
-        {
-            let mut insert = tx
-                .prepare_cached(&format!(
-                    "INSERT OR REPLACE INTO temp.{table} (change, kind, crm_id, fields, deleted)
-                     VALUES (?1, ?2, ?3, ?4, ?5)"
-                ))
-                .map_err(StoreError::from)?;
-            for m in mappings {
-                insert
-                    .execute(params![self.id, m.kind, m.crm_id, m.fields, m.deleted])
-                    .map_err(StoreError::from)?;
-            }
-        }
-        tx.commit().map_err(StoreError::from)?;
+        self.db
+            .rows
+            .stage(&self.db.tenant, self.id, area, mappings)?;
         self.staged += mappings.len();
         Ok(())
     }
-}
-
-/// Deletes a change's staged rows.
-fn delete_staged(conn: &Connection, id: i64) -> Result<(), StoreError> {
-    conn.execute("DELETE FROM temp.change_observed WHERE change = ?1", [id])
-        .map_err(StoreError::from)?;
-    conn.execute("DELETE FROM temp.change_writes WHERE change = ?1", [id])
-        .map_err(StoreError::from)?;
-    Ok(())
 }
 
 impl Drop for MappingChange {
     /// An uncommitted change is discarded: its staged rows go, the store stays as it was.
     fn drop(&mut self) {
         if self.open {
-            let _ = delete_staged(&self.db.conn(), self.id);
+            let _ = self.db.rows.discard_change(&self.db.tenant, self.id);
         }
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::{DbLocation, StoredMapping, TenantDb};
+    use super::super::StoredMapping;
     use super::*;
 
     fn mapping(kind: &str, id: &str, fields: &str, deleted: bool) -> StoredMapping {
@@ -208,115 +138,110 @@ mod tests {
         }
     }
 
-    fn db() -> Arc<TenantDb> {
-        Arc::new(TenantDb::open("t1", &DbLocation::Memory).unwrap())
-    }
-
     #[test]
     fn nothing_is_visible_before_the_commit_and_everything_after() {
-        let db = db();
-        db.put(&[mapping("owner", "1", r#"{"v":1}"#, false)])
-            .unwrap();
-        let mut change = MappingChange::begin(&db);
-        change
-            .write(&[
-                mapping("owner", "1", r#"{"v":1}"#, true),
-                mapping("owner", "2", r#"{"v":2}"#, false),
-            ])
-            .unwrap();
-        assert_eq!(
-            db.list("owner").unwrap(),
-            [mapping("owner", "1", r#"{"v":1}"#, false)]
-        );
-        change.commit().unwrap();
-        assert_eq!(
-            db.list("owner").unwrap(),
-            [
-                mapping("owner", "1", r#"{"v":1}"#, true),
-                mapping("owner", "2", r#"{"v":2}"#, false)
-            ]
-        );
-        assert!(change.write(&[]).is_err(), "a committed change is spent");
+        for (kind, db) in crate::tenant_db::testing::stores("t1") {
+            eprintln!("store: {kind}");
+            db.put(&[mapping("owner", "1", r#"{"v":1}"#, false)])
+                .unwrap();
+            let mut change = MappingChange::begin(&db);
+            change
+                .write(&[
+                    mapping("owner", "1", r#"{"v":1}"#, true),
+                    mapping("owner", "2", r#"{"v":2}"#, false),
+                ])
+                .unwrap();
+            assert_eq!(
+                db.list("owner").unwrap(),
+                [mapping("owner", "1", r#"{"v":1}"#, false)]
+            );
+            change.commit().unwrap();
+            assert_eq!(
+                db.list("owner").unwrap(),
+                [
+                    mapping("owner", "1", r#"{"v":1}"#, true),
+                    mapping("owner", "2", r#"{"v":2}"#, false)
+                ]
+            );
+            assert!(change.write(&[]).is_err(), "a committed change is spent");
+        }
     }
 
     #[test]
     fn a_dropped_change_leaves_the_store_and_the_staging_as_they_were() {
-        let db = db();
-        let mut change = MappingChange::begin(&db);
-        change
-            .observe(&[mapping("user", "1", "{}", false)])
-            .unwrap();
-        change.write(&[mapping("user", "1", "{}", false)]).unwrap();
-        drop(change);
-        assert!(db.list("user").unwrap().is_empty());
-        let conn = db.conn();
-        let staged: i64 = conn
-            .query_row(
-                "SELECT (SELECT count(*) FROM temp.change_observed)
-                      + (SELECT count(*) FROM temp.change_writes)",
-                [],
-                |row| row.get(0),
-            )
-            .unwrap();
-        assert_eq!(staged, 0);
+        for (kind, db) in crate::tenant_db::testing::stores("t1") {
+            eprintln!("store: {kind}");
+            let mut change = MappingChange::begin(&db);
+            change
+                .observe(&[mapping("user", "1", "{}", false)])
+                .unwrap();
+            change.write(&[mapping("user", "1", "{}", false)]).unwrap();
+            drop(change);
+            assert!(db.list("user").unwrap().is_empty());
+            assert_eq!(db.staged_rows().unwrap(), 0);
+        }
     }
 
     #[test]
     fn observed_mappings_come_back_in_key_order_a_page_at_a_time_the_last_observation_winning() {
-        let db = db();
-        let mut change = MappingChange::begin(&db);
-        let other = MappingChange::begin(&db);
-        change
-            .observe(&[
-                mapping("owner", "3", "{}", false),
-                mapping("owner", "10", "{}", false),
-                mapping("user", "2", "{}", false),
-                mapping("owner", "1", "{}", false),
-            ])
-            .unwrap();
-        change
-            .observe(&[mapping("owner", "3", "{}", true)])
-            .unwrap();
-        let ids = |page: Vec<StoredMapping>| -> Vec<(String, bool)> {
-            page.into_iter().map(|m| (m.crm_id, m.deleted)).collect()
-        };
-        let first = change.observed("owner", None, 2).unwrap();
-        assert_eq!(
-            ids(first),
-            [("1".into(), false), ("10".into(), false)],
-            "byte order, as the component compares keys"
-        );
-        let rest = change.observed("owner", Some("10"), 2).unwrap();
-        assert_eq!(ids(rest), [("3".into(), true)]);
-        assert!(change.observed("owner", Some("3"), 2).unwrap().is_empty());
-        assert!(other.observed("owner", None, 2).unwrap().is_empty());
+        for (kind, db) in crate::tenant_db::testing::stores("t1") {
+            eprintln!("store: {kind}");
+            let mut change = MappingChange::begin(&db);
+            let other = MappingChange::begin(&db);
+            change
+                .observe(&[
+                    mapping("owner", "3", "{}", false),
+                    mapping("owner", "10", "{}", false),
+                    mapping("user", "2", "{}", false),
+                    mapping("owner", "1", "{}", false),
+                ])
+                .unwrap();
+            change
+                .observe(&[mapping("owner", "3", "{}", true)])
+                .unwrap();
+            let ids = |page: Vec<StoredMapping>| -> Vec<(String, bool)> {
+                page.into_iter().map(|m| (m.crm_id, m.deleted)).collect()
+            };
+            let first = change.observed("owner", None, 2).unwrap();
+            assert_eq!(
+                ids(first),
+                [("1".into(), false), ("10".into(), false)],
+                "byte order, as the component compares keys"
+            );
+            let rest = change.observed("owner", Some("10"), 2).unwrap();
+            assert_eq!(ids(rest), [("3".into(), true)]);
+            assert!(change.observed("owner", Some("3"), 2).unwrap().is_empty());
+            assert!(other.observed("owner", None, 2).unwrap().is_empty());
+        }
     }
 
     #[test]
     fn batches_and_pages_are_bounded_and_checked() {
-        let db = db();
-        let mut change = MappingChange::begin(&db);
-        let many: Vec<_> = (0..=MAX_PAGE)
-            .map(|i| mapping("owner", &i.to_string(), "{}", false))
-            .collect();
-        assert!(change.observe(&many).is_err());
-        assert!(change.observed("owner", None, MAX_PAGE + 1).is_err());
-        assert!(change.observed("owner", None, 0).is_err());
-        let err = change
-            .write(&[
-                mapping("owner", "1", "{}", false),
-                mapping("owner", "2", "not json", false),
-            ])
-            .unwrap_err();
-        assert!(
-            matches!(&err, StoreError::Invalid(m) if m.contains("JSON object")),
-            "{err}"
-        );
-        change.commit().unwrap();
-        assert!(
-            db.list("owner").unwrap().is_empty(),
-            "the bad batch staged nothing"
-        );
-        assert!(db.list_page("owner", None, MAX_PAGE + 1).is_err());
+        for (kind, db) in crate::tenant_db::testing::stores("t1") {
+            eprintln!("store: {kind}");
+            let mut change = MappingChange::begin(&db);
+            let many: Vec<_> = (0..=MAX_PAGE)
+                .map(|i| mapping("owner", &i.to_string(), "{}", false))
+                .collect();
+            assert!(change.observe(&many).is_err());
+            assert!(change.observed("owner", None, MAX_PAGE + 1).is_err());
+            assert!(change.observed("owner", None, 0).is_err());
+            let err = change
+                .write(&[
+                    mapping("owner", "1", "{}", false),
+                    mapping("owner", "2", "not json", false),
+                ])
+                .unwrap_err();
+            assert!(
+                matches!(&err, StoreError::Invalid(m) if m.contains("JSON object")),
+                "{err}"
+            );
+            change.commit().unwrap();
+            assert!(
+                db.list("owner").unwrap().is_empty(),
+                "the bad batch staged nothing"
+            );
+            assert!(db.list_page("owner", None, MAX_PAGE + 1).is_err());
+        }
     }
 }

@@ -6,9 +6,7 @@
 pub enum StoreError {
     /// The database failed or could not be reached (locked, full, unreadable); nothing was
     /// changed, and the same call may be tried again shortly.
-    #[error(
-        "the workspace's local store is unavailable ({0}); nothing was changed: try again shortly"
-    )]
+    #[error("the workspace's store is unavailable ({0}); nothing was changed: try again shortly")]
     Unavailable(String),
     /// The request broke a rule of the store (a batch or key too large, an unknown kind or
     /// CRM, a value that is not a JSON object): the caller must change it.

@@ -1,16 +1,16 @@
-//! The tenant's change journal and write confirmations, in the tenant's own SQLite file beside
-//! its mappings, so they survive restarts and every host on the file sees them. Rows are never
+//! The tenant's change journal and write confirmations, in the tenant's store beside its
+//! mappings, so they survive restarts and every host on the store sees them. Rows are never
 //! deleted: a settled change keeps its row, a used token is marked used.
 //!
 //! A confirmation token is `cf1.{id}.{mac}`: a random id naming the row, and an HMAC-SHA256
-//! (key kept in the same file, made at first use) over the tenant, user, tool, input digest,
-//! expiry and id. A token from another tenant's file names no row here; an altered one fails
+//! (key kept in the same store, made at first use) over the tenant, user, tool, input digest,
+//! expiry and id. A token from another tenant names no row here; an altered one fails
 //! its MAC.
 
+use super::rows::{ChangeFilter, Confirmation, StatusMove};
 use super::{StoreError, TenantDb, now_ms};
 use ring::hmac;
 use ring::rand::{SecureRandom, SystemRandom};
-use rusqlite::{Connection, OptionalExtension, params};
 use sha2::{Digest, Sha256};
 
 /// What a change does.
@@ -23,7 +23,7 @@ pub enum Kind {
 }
 
 impl Kind {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Kind::Create => "create",
             Kind::Update => "update",
@@ -55,7 +55,7 @@ pub enum Status {
 }
 
 impl Status {
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Status::Pending => "pending",
             Status::Applied => "applied",
@@ -65,7 +65,7 @@ impl Status {
         }
     }
 
-    fn from_name(name: &str) -> Status {
+    pub(crate) fn from_name(name: &str) -> Status {
         match name {
             "applied" => Status::Applied,
             "failed" => Status::Failed,
@@ -130,78 +130,6 @@ pub struct NewChange<'a> {
 /// Largest value set one change may carry.
 const MAX_VALUES_BYTES: usize = 256 << 10;
 
-/// The change journal's table; `{name}` is filled in (a migration builds it under another
-/// name first).
-const CHANGES_TABLE: &str = "CREATE TABLE IF NOT EXISTS {name} (
-             seq        INTEGER PRIMARY KEY,
-             id         TEXT    NOT NULL UNIQUE,
-             tenant     TEXT    NOT NULL,
-             at_ms      INTEGER NOT NULL,
-             user_id    TEXT    NOT NULL,
-             tool       TEXT    NOT NULL,
-             call_id    TEXT    NOT NULL,
-             status     TEXT    NOT NULL
-                        CHECK (status IN ('pending', 'applied', 'failed', 'unknown', 'declined')),
-             crm        TEXT    NOT NULL CHECK (crm IN ('hubspot', 'salesforce')),
-             kind       TEXT    NOT NULL CHECK (kind IN ('create', 'update', 'merge', 'association')),
-             object     TEXT    NOT NULL,
-             record_id  TEXT,
-             old_values TEXT    NOT NULL CHECK (json_valid(old_values)),
-             new_values TEXT    NOT NULL CHECK (json_valid(new_values)),
-             reverts    TEXT
-         )";
-
-pub(super) fn create_tables(conn: &Connection) -> Result<(), StoreError> {
-    conn.execute_batch(&CHANGES_TABLE.replace("{name}", "changes"))
-        .map_err(StoreError::from)?;
-    allow_declined(conn)?;
-    conn.execute_batch(
-        "CREATE INDEX IF NOT EXISTS changes_by_record ON changes (tenant, record_id);
-         CREATE TABLE IF NOT EXISTS confirmations (
-             id           TEXT    PRIMARY KEY,
-             tenant       TEXT    NOT NULL,
-             user_id      TEXT    NOT NULL,
-             tool         TEXT    NOT NULL,
-             input_sha256 TEXT    NOT NULL,
-             values_read  TEXT    NOT NULL CHECK (json_valid(values_read)),
-             expires_ms   INTEGER NOT NULL,
-             used_at_ms   INTEGER
-         );
-         CREATE TABLE IF NOT EXISTS host_keys (
-             name  TEXT PRIMARY KEY,
-             value BLOB NOT NULL
-         );",
-    )
-    .map_err(StoreError::from)
-}
-
-/// A journal made before writes could be declined checks its status against the four older
-/// values; SQLite cannot change a CHECK in place, so the table is rebuilt with every row, in
-/// one transaction.
-fn allow_declined(conn: &Connection) -> Result<(), StoreError> {
-    let sql: String = conn
-        .query_row(
-            "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'changes'",
-            [],
-            |row| row.get(0),
-        )
-        .map_err(StoreError::from)?;
-    if sql.contains("'declined'") {
-        return Ok(());
-    }
-    // Rolled back on any failure: the old table stays as it was.
-    let tx = conn.unchecked_transaction().map_err(StoreError::from)?;
-    tx.execute_batch(&format!(
-        "{};
-         INSERT INTO changes_declinable SELECT * FROM changes;
-         DROP TABLE changes;
-         ALTER TABLE changes_declinable RENAME TO changes;",
-        CHANGES_TABLE.replace("{name}", "changes_declinable")
-    ))
-    .map_err(StoreError::from)?;
-    tx.commit().map_err(StoreError::from)
-}
-
 /// `bytes` secure random bytes, as lower-case hex: the ids of changes, tokens and calls.
 pub(crate) fn random_hex(bytes: usize) -> Result<String, StoreError> {
     let mut buf = vec![0u8; bytes];
@@ -209,6 +137,16 @@ pub(crate) fn random_hex(bytes: usize) -> Result<String, StoreError> {
         .fill(&mut buf)
         .map_err(|_| StoreError::Unavailable("no secure random numbers".into()))?;
     Ok(hex(&buf))
+}
+
+/// A random change id (staging rows of changes begun on different hosts never meet).
+pub(crate) fn random_i64() -> i64 {
+    let mut buf = [0u8; 8];
+    // Without the system's randomness, the clock still tells concurrent changes apart.
+    match SystemRandom::new().fill(&mut buf) {
+        Ok(()) => i64::from_le_bytes(buf),
+        Err(_) => now_ms() ^ i64::from(std::process::id()) << 40,
+    }
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -236,27 +174,6 @@ fn json_object(what: &str, text: &str) -> Result<(), StoreError> {
     }
 }
 
-fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<JournalRow> {
-    Ok(JournalRow {
-        id: r.get(0)?,
-        at_ms: r.get(1)?,
-        user_id: r.get(2)?,
-        tool: r.get(3)?,
-        call_id: r.get(4)?,
-        status: Status::from_name(&r.get::<_, String>(5)?),
-        crm: r.get(6)?,
-        kind: Kind::from_name(&r.get::<_, String>(7)?),
-        object: r.get(8)?,
-        record_id: r.get(9)?,
-        old_values: r.get(10)?,
-        new_values: r.get(11)?,
-        reverts: r.get(12)?,
-    })
-}
-
-const COLUMNS: &str = "id, at_ms, user_id, tool, call_id, status, crm, kind, object, record_id, \
-                       old_values, new_values, reverts";
-
 impl TenantDb {
     /// Journals a change before its write is sent; returns its id.
     pub fn journal_change(
@@ -274,28 +191,22 @@ impl TenantDb {
         json_object("old-values", change.old_values)?;
         json_object("new-values", change.new_values)?;
         let id = format!("chg_{}", random_hex(12)?);
-        self.conn()
-            .execute(
-                "INSERT INTO changes (id, tenant, at_ms, user_id, tool, call_id, status, crm, kind,
-                     object, record_id, old_values, new_values, reverts)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, 'pending', ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
-                params![
-                    id,
-                    &*self.tenant,
-                    now_ms(),
-                    who.user_id,
-                    who.tool,
-                    who.call_id,
-                    change.crm,
-                    change.kind.name(),
-                    change.object,
-                    change.record_id,
-                    change.old_values,
-                    change.new_values,
-                    change.reverts
-                ],
-            )
-            .map_err(StoreError::from)?;
+        let row = JournalRow {
+            id: id.clone(),
+            at_ms: now_ms(),
+            user_id: who.user_id.into(),
+            tool: who.tool.into(),
+            call_id: who.call_id.into(),
+            status: Status::Pending,
+            crm: change.crm.into(),
+            kind: change.kind,
+            object: change.object.into(),
+            record_id: change.record_id.map(str::to_string),
+            old_values: change.old_values.into(),
+            new_values: change.new_values.into(),
+            reverts: change.reverts.map(str::to_string),
+        };
+        self.rows.insert_change(&self.tenant, &row)?;
         Ok(id)
     }
 
@@ -308,7 +219,7 @@ impl TenantDb {
         status: Status,
         record_id: Option<&str>,
     ) -> Result<(), StoreError> {
-        self.set_status(id, status, record_id, Some(who.call_id), "pending")
+        self.set_status(id, status, record_id, Some(who.call_id), Status::Pending)
             .map_err(|e| match e {
                 StoreError::NotFound(_) => {
                     StoreError::NotFound(format!("no pending change {id:?} of this call"))
@@ -325,23 +236,25 @@ impl TenantDb {
         status: Status,
         record_id: Option<&str>,
         call_id: Option<&str>,
-        from: &str,
+        from: Status,
     ) -> Result<(), StoreError> {
         if let Some(id) = record_id {
             super::check_key("record id", id)?;
         }
-        let changed = self
-            .conn()
-            .execute(
-                "UPDATE changes SET status = ?1, record_id = COALESCE(record_id, ?2)
-                 WHERE tenant = ?3 AND id = ?4 AND (?5 IS NULL OR call_id = ?5) AND status = ?6",
-                params![status.name(), record_id, &*self.tenant, id, call_id, from],
-            )
-            .map_err(StoreError::from)?;
-        if changed == 1 {
+        let step = StatusMove {
+            id,
+            from,
+            status,
+            record_id,
+            call_id,
+        };
+        if self.rows.move_status(&self.tenant, &step)? {
             Ok(())
         } else {
-            Err(StoreError::NotFound(format!("no {from} change {id:?}")))
+            Err(StoreError::NotFound(format!(
+                "no {} change {id:?}",
+                from.name()
+            )))
         }
     }
 
@@ -358,7 +271,7 @@ impl TenantDb {
                 "a change with an unknown outcome resolves to applied or failed".into(),
             ));
         }
-        self.set_status(id, status, record_id, None, "unknown")
+        self.set_status(id, status, record_id, None, Status::Unknown)
             .map_err(|e| match e {
                 StoreError::NotFound(_) => StoreError::NotFound(format!(
                     "no change {id:?} with an unknown outcome in this workspace"
@@ -367,7 +280,8 @@ impl TenantDb {
             })
     }
 
-    /// Up to `limit` of this tenant's changes, newest first, matching every filter given.
+    /// Up to `limit` (1 to 100) of this tenant's changes, newest first, matching every filter
+    /// given.
     pub fn list_changes(
         &self,
         user_id: Option<&str>,
@@ -375,76 +289,33 @@ impl TenantDb {
         object: Option<&str>,
         limit: u32,
     ) -> Result<Vec<JournalRow>, StoreError> {
-        let conn = self.conn();
-        let mut statement = conn
-            .prepare_cached(&format!(
-                "SELECT {COLUMNS} FROM changes WHERE tenant = ?1
-                   AND (?2 IS NULL OR user_id = ?2)
-                   AND (?3 IS NULL OR record_id = ?3)
-                   AND (?4 IS NULL OR object = ?4 COLLATE NOCASE)
-                 ORDER BY seq DESC LIMIT ?5"
-            ))
-            .map_err(StoreError::from)?;
-        let rows = statement
-            .query_map(
-                params![
-                    &*self.tenant,
-                    user_id,
-                    record_id,
-                    object,
-                    limit.clamp(1, 100)
-                ],
-                row,
-            )
-            .map_err(StoreError::from)?;
-        rows.collect::<Result<_, _>>().map_err(StoreError::from)
+        let filter = ChangeFilter {
+            user_id,
+            record_id,
+            object,
+        };
+        self.rows
+            .list_changes(&self.tenant, &filter, limit.clamp(1, 100))
     }
 
     /// One of this tenant's changes.
     pub fn change(&self, id: &str) -> Result<Option<JournalRow>, StoreError> {
-        self.conn()
-            .query_row(
-                &format!("SELECT {COLUMNS} FROM changes WHERE tenant = ?1 AND id = ?2"),
-                params![&*self.tenant, id],
-                row,
-            )
-            .optional()
-            .map_err(StoreError::from)
+        self.rows.change(&self.tenant, id)
     }
 
-    /// The tenant file's signing key, made at first use.
-    fn signing_key(&self) -> Result<hmac::Key, StoreError> {
-        let conn = self.conn();
-        let existing: Option<Vec<u8>> = conn
-            .query_row(
-                "SELECT value FROM host_keys WHERE name = 'confirmations'",
-                [],
-                |r| r.get(0),
-            )
-            .optional()
-            .map_err(StoreError::from)?;
-        let key = match existing {
-            Some(key) => key,
-            None => {
-                let mut key = vec![0u8; 32];
-                SystemRandom::new()
-                    .fill(&mut key)
-                    .map_err(|_| StoreError::Unavailable("no secure random numbers".into()))?;
-                // Another host on the file may have made one meanwhile: theirs wins.
-                conn.execute(
-                    "INSERT OR IGNORE INTO host_keys (name, value) VALUES ('confirmations', ?1)",
-                    params![key],
-                )
-                .map_err(StoreError::from)?;
-                conn.query_row(
-                    "SELECT value FROM host_keys WHERE name = 'confirmations'",
-                    [],
-                    |r| r.get(0),
-                )
-                .map_err(StoreError::from)?
-            }
-        };
-        Ok(hmac::Key::new(hmac::HMAC_SHA256, &key))
+    /// The tenant's signing key, made at first use and then kept in memory.
+    fn signing_key(&self) -> Result<&hmac::Key, StoreError> {
+        if let Some(key) = self.signing_key.get() {
+            return Ok(key);
+        }
+        let mut candidate = vec![0u8; 32];
+        SystemRandom::new()
+            .fill(&mut candidate)
+            .map_err(|_| StoreError::Unavailable("no secure random numbers".into()))?;
+        let kept = self.rows.signing_key(&self.tenant, &candidate)?;
+        Ok(self
+            .signing_key
+            .get_or_init(|| hmac::Key::new(hmac::HMAC_SHA256, &kept)))
     }
 
     fn mac(
@@ -481,14 +352,19 @@ impl TenantDb {
         let id = random_hex(16)?;
         let input_sha256 = sha256(input);
         let expires_ms = now_ms() + ttl_ms;
-        let mac = self.mac(&key, who, &input_sha256, expires_ms, &id);
-        self.conn()
-            .execute(
-                "INSERT INTO confirmations (id, tenant, user_id, tool, input_sha256, values_read, expires_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![id, &*self.tenant, who.user_id, who.tool, input_sha256, values_read, expires_ms],
-            )
-            .map_err(StoreError::from)?;
+        let mac = self.mac(key, who, &input_sha256, expires_ms, &id);
+        self.rows.insert_confirmation(
+            &self.tenant,
+            &Confirmation {
+                id: id.clone(),
+                user_id: who.user_id.into(),
+                tool: who.tool.into(),
+                input_sha256,
+                values_read: values_read.into(),
+                expires_ms,
+                used: false,
+            },
+        )?;
         Ok((format!("cf1.{id}.{mac}"), expires_ms))
     }
 
@@ -506,65 +382,42 @@ impl TenantDb {
         else {
             return Err(Refusal::Unknown);
         };
-        let found: Option<(String, String, String, String, i64, Option<i64>)> = self
-            .conn()
-            .query_row(
-                "SELECT user_id, tool, input_sha256, values_read, expires_ms, used_at_ms
-                 FROM confirmations WHERE tenant = ?1 AND id = ?2",
-                params![&*self.tenant, id],
-                |r| {
-                    Ok((
-                        r.get(0)?,
-                        r.get(1)?,
-                        r.get(2)?,
-                        r.get(3)?,
-                        r.get(4)?,
-                        r.get(5)?,
-                    ))
-                },
-            )
-            .optional()
-            .map_err(|e| store(StoreError::from(e)))?;
-        let Some((user_id, tool, input_sha256, values_read, expires_ms, used)) = found else {
+        let Some(found) = self.rows.confirmation(&self.tenant, id).map_err(store)? else {
             return Err(Refusal::Unknown);
         };
         let key = self.signing_key().map_err(store)?;
         let issued_to = CallIdentity {
-            user_id: &user_id,
-            tool: &tool,
+            user_id: &found.user_id,
+            tool: &found.tool,
             call_id: "",
         };
-        let expected = self.mac(&key, &issued_to, &input_sha256, expires_ms, id);
+        let expected = self.mac(key, &issued_to, &found.input_sha256, found.expires_ms, id);
         if !same_bytes(expected.as_bytes(), mac.as_bytes()) {
             return Err(Refusal::Unknown);
         }
-        if used.is_some() {
+        if found.used {
             return Err(Refusal::Used);
         }
-        if user_id != who.user_id {
+        if found.user_id != who.user_id {
             return Err(Refusal::OtherUser);
         }
-        if tool != who.tool {
+        if found.tool != who.tool {
             return Err(Refusal::OtherTool);
         }
-        if input_sha256 != sha256(input) {
+        if found.input_sha256 != sha256(input) {
             return Err(Refusal::OtherInput);
         }
         let now = now_ms();
-        if now >= expires_ms {
+        if now >= found.expires_ms {
             return Err(Refusal::Expired);
         }
-        // Single use, even between two hosts on the file: only one update finds it unused.
-        let claimed = self
-            .conn()
-            .execute(
-                "UPDATE confirmations SET used_at_ms = ?1
-                 WHERE tenant = ?2 AND id = ?3 AND used_at_ms IS NULL",
-                params![now, &*self.tenant, id],
-            )
-            .map_err(|e| store(StoreError::from(e)))?;
-        if claimed == 1 {
-            Ok(values_read)
+        // Single use, even between hosts: only one claim finds it unused.
+        if self
+            .rows
+            .claim_confirmation(&self.tenant, id, now)
+            .map_err(store)?
+        {
+            Ok(found.values_read)
         } else {
             Err(Refusal::Used)
         }
@@ -633,107 +486,134 @@ mod tests {
 
     #[test]
     fn a_token_is_good_once_for_its_user_tool_and_input_only() {
-        let db = TenantDb::open("acme", &DbLocation::Memory).unwrap();
-        let ana = who("ana", "crma_update_record");
-        let (token, _) = db
-            .issue_confirmation(&ana, "{\"a\":1}", r#"{"amount":"10"}"#, 60_000)
-            .unwrap();
-        // The MAC's last hex digit changed (to another digit whatever it was).
-        let last = if token.ends_with('0') { '1' } else { '0' };
-        let tampered = format!("{}{last}", &token[..token.len() - 1]);
-        assert_eq!(
-            db.redeem_confirmation(&ana, &tampered, "{\"a\":1}"),
-            Err(Refusal::Unknown)
-        );
-        assert_eq!(
-            db.redeem_confirmation(&who("bo", "crma_update_record"), &token, "{\"a\":1}"),
-            Err(Refusal::OtherUser)
-        );
-        assert_eq!(
-            db.redeem_confirmation(&who("ana", "crmb_update_record"), &token, "{\"a\":1}"),
-            Err(Refusal::OtherTool)
-        );
-        assert_eq!(
-            db.redeem_confirmation(&ana, &token, "{\"a\":2}"),
-            Err(Refusal::OtherInput)
-        );
-        assert_eq!(
-            db.redeem_confirmation(&ana, &token, "{\"a\":1}").as_deref(),
-            Ok(r#"{"amount":"10"}"#)
-        );
-        assert_eq!(
-            db.redeem_confirmation(&ana, &token, "{\"a\":1}"),
-            Err(Refusal::Used)
-        );
-        let (expired, _) = db.issue_confirmation(&ana, "{}", "{}", 0).unwrap();
-        assert_eq!(
-            db.redeem_confirmation(&ana, &expired, "{}"),
-            Err(Refusal::Expired)
-        );
-        // Another tenant's store knows none of this tenant's tokens.
-        let other = TenantDb::open("globex", &DbLocation::Memory).unwrap();
-        let (theirs, _) = other.issue_confirmation(&ana, "{}", "{}", 60_000).unwrap();
-        assert_eq!(
-            db.redeem_confirmation(&ana, &theirs, "{}"),
-            Err(Refusal::Unknown)
-        );
+        for (kind, db) in crate::tenant_db::testing::stores("acme") {
+            let ana = who("ana", "crma_update_record");
+            let (token, _) = db
+                .issue_confirmation(&ana, "{\"a\":1}", r#"{"amount":"10"}"#, 60_000)
+                .unwrap();
+            // The MAC's last hex digit changed (to another digit whatever it was).
+            let last = if token.ends_with('0') { '1' } else { '0' };
+            let tampered = format!("{}{last}", &token[..token.len() - 1]);
+            assert_eq!(
+                db.redeem_confirmation(&ana, &tampered, "{\"a\":1}"),
+                Err(Refusal::Unknown),
+                "{kind}"
+            );
+            assert_eq!(
+                db.redeem_confirmation(&who("bo", "crma_update_record"), &token, "{\"a\":1}"),
+                Err(Refusal::OtherUser)
+            );
+            assert_eq!(
+                db.redeem_confirmation(&who("ana", "crmb_update_record"), &token, "{\"a\":1}"),
+                Err(Refusal::OtherTool)
+            );
+            assert_eq!(
+                db.redeem_confirmation(&ana, &token, "{\"a\":2}"),
+                Err(Refusal::OtherInput)
+            );
+            assert_eq!(
+                db.redeem_confirmation(&ana, &token, "{\"a\":1}").as_deref(),
+                Ok(r#"{"amount":"10"}"#)
+            );
+            assert_eq!(
+                db.redeem_confirmation(&ana, &token, "{\"a\":1}"),
+                Err(Refusal::Used)
+            );
+            let (expired, _) = db.issue_confirmation(&ana, "{}", "{}", 0).unwrap();
+            assert_eq!(
+                db.redeem_confirmation(&ana, &expired, "{}"),
+                Err(Refusal::Expired)
+            );
+            // Another tenant's store knows none of this tenant's tokens.
+            let (_, other) = crate::tenant_db::testing::stores("globex")
+                .into_iter()
+                .find(|(k, _)| *k == kind)
+                .unwrap();
+            let (theirs, _) = other.issue_confirmation(&ana, "{}", "{}", 60_000).unwrap();
+            assert_eq!(
+                db.redeem_confirmation(&ana, &theirs, "{}"),
+                Err(Refusal::Unknown),
+                "{kind}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_token_redeemed_by_many_at_once_is_used_exactly_once() {
+        for (kind, db) in crate::tenant_db::testing::stores("race") {
+            let ana = who("ana", "crma_update_record");
+            let (token, _) = db.issue_confirmation(&ana, "{}", "{}", 60_000).unwrap();
+            let wins = std::thread::scope(|scope| {
+                let racers: Vec<_> = (0..8)
+                    .map(|_| scope.spawn(|| db.redeem_confirmation(&ana, &token, "{}").is_ok()))
+                    .collect();
+                racers
+                    .into_iter()
+                    .map(|r| r.join())
+                    .filter(|won| matches!(won, Ok(true)))
+                    .count()
+            });
+            assert_eq!(wins, 1, "{kind}");
+        }
     }
 
     #[test]
     fn changes_are_kept_settled_once_and_listed_newest_first() {
-        let db = TenantDb::open("acme", &DbLocation::Memory).unwrap();
-        let ana = who("ana", "crma_update_record");
-        let change = |record: &'static str| NewChange {
-            crm: "hubspot",
-            kind: Kind::Update,
-            object: "deals",
-            record_id: Some(record),
-            old_values: r#"{"amount":"10"}"#,
-            new_values: r#"{"amount":"20"}"#,
-            reverts: None,
-        };
-        let first = db.journal_change(&ana, &change("1")).unwrap();
-        let second = db.journal_change(&ana, &change("2")).unwrap();
-        db.settle_change(&ana, &first, Status::Applied, None)
-            .unwrap();
-        assert!(
-            db.settle_change(&ana, &first, Status::Failed, None)
+        for (kind, db) in crate::tenant_db::testing::stores("acme") {
+            let ana = who("ana", "crma_update_record");
+            let change = |record: &'static str| NewChange {
+                crm: "hubspot",
+                kind: Kind::Update,
+                object: "deals",
+                record_id: Some(record),
+                old_values: r#"{"amount":"10"}"#,
+                new_values: r#"{"amount":"20"}"#,
+                reverts: None,
+            };
+            let first = db.journal_change(&ana, &change("1")).unwrap();
+            let second = db.journal_change(&ana, &change("2")).unwrap();
+            db.settle_change(&ana, &first, Status::Applied, None)
+                .unwrap();
+            assert!(
+                db.settle_change(&ana, &first, Status::Failed, None)
+                    .is_err()
+            );
+            let other_call = CallIdentity {
+                call_id: "call-2",
+                ..ana.clone()
+            };
+            assert!(
+                db.settle_change(&other_call, &second, Status::Applied, None)
+                    .is_err()
+            );
+            let all = db.list_changes(None, None, None, 10).unwrap();
+            assert_eq!(
+                all.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+                [&second, &first],
+                "{kind}"
+            );
+            assert_eq!(all[1].status, Status::Applied);
+            assert_eq!(
+                db.list_changes(None, Some("1"), Some("DEALS"), 10)
+                    .unwrap()
+                    .len(),
+                1
+            );
+            assert!(
+                db.list_changes(Some("bo"), None, None, 10)
+                    .unwrap()
+                    .is_empty()
+            );
+            assert!(
+                db.journal_change(
+                    &ana,
+                    &NewChange {
+                        old_values: "[]",
+                        ..change("3")
+                    }
+                )
                 .is_err()
-        );
-        let other_call = CallIdentity {
-            call_id: "call-2",
-            ..ana.clone()
-        };
-        assert!(
-            db.settle_change(&other_call, &second, Status::Applied, None)
-                .is_err()
-        );
-        let all = db.list_changes(None, None, None, 10).unwrap();
-        assert_eq!(
-            all.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
-            [&second, &first]
-        );
-        assert_eq!(all[1].status, Status::Applied);
-        assert_eq!(
-            db.list_changes(None, Some("1"), Some("DEALS"), 10)
-                .unwrap()
-                .len(),
-            1
-        );
-        assert!(
-            db.list_changes(Some("bo"), None, None, 10)
-                .unwrap()
-                .is_empty()
-        );
-        assert!(
-            db.journal_change(
-                &ana,
-                &NewChange {
-                    old_values: "[]",
-                    ..change("3")
-                }
-            )
-            .is_err()
-        );
+            );
+        }
     }
 }

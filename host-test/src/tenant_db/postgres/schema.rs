@@ -1,0 +1,191 @@
+//! The fleet database's schema, as numbered migrations applied in order at start.
+//!
+//! Every host runs [`migrate`] when it starts; the first takes a transaction-scoped advisory
+//! lock, so two hosts starting at once apply each migration exactly once (the second waits, then
+//! finds nothing to do). DDL is transactional in PostgreSQL: a migration that fails leaves the
+//! schema as it was. A database migrated by a newer host is refused rather than used.
+
+use super::super::StoreError;
+use deadpool_postgres::GenericClient;
+
+/// One schema step.
+pub struct Migration {
+    pub version: i32,
+    pub name: &'static str,
+    pub sql: &'static str,
+}
+
+/// The advisory lock every host takes to migrate ("crm-host" in ASCII).
+const MIGRATION_LOCK: i64 = 0x63_72_6d_2d_68_6f_73_74;
+
+/// Keys are compared byte by byte (`COLLATE "C"`), as the component compares them and as
+/// SQLite does, whatever the database's own collation.
+pub const MIGRATIONS: &[Migration] = &[Migration {
+    version: 1,
+    name: "mappings, created ids, disconnects, staging, journal, confirmations, keys",
+    sql: r#"
+        CREATE TABLE mappings (
+            tenant        text    NOT NULL,
+            kind          text    NOT NULL CHECK (kind IN ('user', 'owner')),
+            crm_id        text    COLLATE "C" NOT NULL,
+            fields        text    NOT NULL,
+            deleted       boolean NOT NULL DEFAULT false,
+            deleted_at_ms bigint,
+            created_at_ms bigint  NOT NULL,
+            updated_at_ms bigint  NOT NULL,
+            PRIMARY KEY (tenant, kind, crm_id)
+        );
+        CREATE TABLE created_records (
+            seq           bigserial PRIMARY KEY,
+            tenant        text   NOT NULL,
+            user_id       text   NOT NULL,
+            crm           text   NOT NULL CHECK (crm IN ('hubspot', 'salesforce')),
+            object_type   text   NOT NULL,
+            record_id     text   NOT NULL,
+            created_at_ms bigint NOT NULL
+        );
+        CREATE INDEX created_records_by_tenant ON created_records (tenant, seq);
+        CREATE TABLE disconnected (
+            tenant             text   NOT NULL,
+            crm                text   NOT NULL CHECK (crm IN ('crm-a', 'crm-b')),
+            disconnected_at_ms bigint NOT NULL,
+            PRIMARY KEY (tenant, crm)
+        );
+        CREATE TABLE mapping_stage (
+            tenant       text     NOT NULL,
+            change       bigint   NOT NULL,
+            area         text     NOT NULL CHECK (area IN ('o', 'w')),
+            kind         text     NOT NULL,
+            crm_id       text     COLLATE "C" NOT NULL,
+            fields       text     NOT NULL,
+            deleted      boolean  NOT NULL,
+            staged_at_ms bigint   NOT NULL,
+            PRIMARY KEY (tenant, change, area, kind, crm_id)
+        );
+        CREATE TABLE changes (
+            seq        bigserial PRIMARY KEY,
+            id         text   NOT NULL UNIQUE,
+            tenant     text   NOT NULL,
+            at_ms      bigint NOT NULL,
+            user_id    text   NOT NULL,
+            tool       text   NOT NULL,
+            call_id    text   NOT NULL,
+            status     text   NOT NULL
+                       CHECK (status IN ('pending', 'applied', 'failed', 'unknown', 'declined')),
+            crm        text   NOT NULL CHECK (crm IN ('hubspot', 'salesforce')),
+            kind       text   NOT NULL CHECK (kind IN ('create', 'update', 'merge', 'association')),
+            object     text   NOT NULL,
+            record_id  text,
+            old_values text   NOT NULL,
+            new_values text   NOT NULL,
+            reverts    text
+        );
+        CREATE INDEX changes_by_tenant ON changes (tenant, seq);
+        CREATE INDEX changes_by_record ON changes (tenant, record_id);
+        CREATE TABLE confirmations (
+            tenant       text   NOT NULL,
+            id           text   NOT NULL,
+            user_id      text   NOT NULL,
+            tool         text   NOT NULL,
+            input_sha256 text   NOT NULL,
+            values_read  text   NOT NULL,
+            expires_ms   bigint NOT NULL,
+            used_at_ms   bigint,
+            PRIMARY KEY (tenant, id)
+        );
+        CREATE TABLE host_keys (
+            tenant text  NOT NULL,
+            name   text  NOT NULL,
+            value  bytea NOT NULL,
+            PRIMARY KEY (tenant, name)
+        );
+    "#,
+}];
+
+/// The newest schema this host knows.
+pub fn expected_version() -> i32 {
+    MIGRATIONS.last().map_or(0, |m| m.version)
+}
+
+/// What `crm-host store check` reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SchemaState {
+    /// The newest migration applied to the database (0 for none).
+    pub applied: i32,
+    /// The newest this host knows.
+    pub expected: i32,
+}
+
+impl SchemaState {
+    /// Whether this host can use the database as it is.
+    pub fn check(&self) -> Result<(), StoreError> {
+        match self.applied.cmp(&self.expected) {
+            std::cmp::Ordering::Equal => Ok(()),
+            std::cmp::Ordering::Less => Err(StoreError::Unavailable(format!(
+                "the database's schema is at version {} and this crm-host needs {}: run \
+                 `crm-host store migrate` (or start a host, which migrates)",
+                self.applied, self.expected
+            ))),
+            std::cmp::Ordering::Greater => Err(StoreError::Unavailable(format!(
+                "the database's schema is at version {}, newer than this crm-host knows ({}): \
+                 upgrade this host",
+                self.applied, self.expected
+            ))),
+        }
+    }
+}
+
+const LEDGER: &str = "CREATE TABLE IF NOT EXISTS schema_migrations (
+    version    integer     PRIMARY KEY,
+    name       text        NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+)";
+
+async fn applied(client: &impl GenericClient) -> Result<i32, tokio_postgres::Error> {
+    let exists: bool = client
+        .query_one("SELECT to_regclass('schema_migrations') IS NOT NULL", &[])
+        .await?
+        .get(0);
+    if !exists {
+        return Ok(0);
+    }
+    client
+        .query_one(
+            "SELECT coalesce(max(version), 0) FROM schema_migrations",
+            &[],
+        )
+        .await
+        .map(|row| row.get(0))
+}
+
+/// The schema's state, changing nothing.
+pub async fn state(client: &impl GenericClient) -> Result<SchemaState, tokio_postgres::Error> {
+    Ok(SchemaState {
+        applied: applied(client).await?,
+        expected: expected_version(),
+    })
+}
+
+/// Applies every migration the database lacks, under the advisory lock; returns the versions
+/// it applied (none when another host got there first).
+pub async fn migrate(
+    client: &mut deadpool_postgres::Client,
+) -> Result<Vec<i32>, tokio_postgres::Error> {
+    let tx = client.transaction().await?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])
+        .await?;
+    tx.batch_execute(LEDGER).await?;
+    let from = applied(&tx).await?;
+    let mut done = Vec::new();
+    for migration in MIGRATIONS.iter().filter(|m| m.version > from) {
+        tx.batch_execute(migration.sql).await?;
+        tx.execute(
+            "INSERT INTO schema_migrations (version, name) VALUES ($1, $2)",
+            &[&migration.version, &migration.name],
+        )
+        .await?;
+        done.push(migration.version);
+    }
+    tx.commit().await?;
+    Ok(done)
+}

@@ -1,0 +1,151 @@
+//! The store's interface: the rows a tenant's database keeps, read and written by tenant, with
+//! nothing else. [`super::TenantDb`] checks every value and keeps the rules (what a token binds,
+//! who may settle a change); an implementation only stores rows, atomically where a method says
+//! so. Two implement it: [`super::sqlite`] (one file per tenant, the embedded default) and
+//! [`super::postgres`] (one database for a fleet of hosts).
+//!
+//! Every method names its tenant, and every row an implementation keeps carries it, so one
+//! database can hold many tenants and no query can reach across them.
+
+use super::StoreError;
+use super::journal::{JournalRow, Status};
+use super::{CreatedRow, StoredMapping};
+
+/// Which of a change's two staging areas a batch goes to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Staged {
+    /// What the CRM holds, read back in key order while deciding the writes.
+    Observed,
+    /// The writes applied at commit.
+    Writes,
+}
+
+/// A confirmation token's row (the token itself is never kept: only its id and what it binds).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Confirmation {
+    pub id: String,
+    pub user_id: String,
+    pub tool: String,
+    pub input_sha256: String,
+    pub values_read: String,
+    pub expires_ms: i64,
+    pub used: bool,
+}
+
+/// Filters of a journal listing; `None` matches all.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ChangeFilter<'a> {
+    pub user_id: Option<&'a str>,
+    pub record_id: Option<&'a str>,
+    /// Compared without case (`deals` finds `Deals`).
+    pub object: Option<&'a str>,
+}
+
+/// A settled change's new state: `from` → `status`, by `call_id` when given.
+#[derive(Debug, Clone, Copy)]
+pub struct StatusMove<'a> {
+    pub id: &'a str,
+    pub from: Status,
+    pub status: Status,
+    /// Kept only where the row has none yet.
+    pub record_id: Option<&'a str>,
+    pub call_id: Option<&'a str>,
+}
+
+/// A tenant's rows, in one store.
+pub trait Rows: Send + Sync {
+    /// Up to `limit` mappings of `kind`, deleted ones included, in byte order of key after
+    /// `after`.
+    fn list_page(
+        &self,
+        tenant: &str,
+        kind: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<StoredMapping>, StoreError>;
+
+    fn get(
+        &self,
+        tenant: &str,
+        kind: &str,
+        crm_id: &str,
+    ) -> Result<Option<StoredMapping>, StoreError>;
+
+    /// Inserts or replaces each mapping by key, all or none. A soft delete keeps the time of
+    /// the first delete; a restore clears it.
+    fn put(&self, tenant: &str, mappings: &[StoredMapping], now_ms: i64) -> Result<(), StoreError>;
+
+    fn record_created(&self, row: &CreatedRow) -> Result<(), StoreError>;
+
+    /// Oldest first.
+    fn created_records(&self, tenant: &str) -> Result<Vec<CreatedRow>, StoreError>;
+
+    /// The integrations (`crm-a`, `crm-b`) disconnected, in name order.
+    fn disconnected(&self, tenant: &str) -> Result<Vec<String>, StoreError>;
+
+    fn set_disconnected(
+        &self,
+        tenant: &str,
+        crm: &str,
+        disconnected: bool,
+        now_ms: i64,
+    ) -> Result<(), StoreError>;
+
+    /// Adds a batch to a change's staging area, all or none; a key staged again replaces it.
+    fn stage(
+        &self,
+        tenant: &str,
+        change: i64,
+        area: Staged,
+        mappings: &[StoredMapping],
+    ) -> Result<(), StoreError>;
+
+    /// Up to `limit` observed mappings of `kind` in byte order of key after `after`.
+    fn observed(
+        &self,
+        tenant: &str,
+        change: i64,
+        kind: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<StoredMapping>, StoreError>;
+
+    /// Applies a change's staged writes and drops its staging, in one transaction.
+    fn commit_change(&self, tenant: &str, change: i64, now_ms: i64) -> Result<(), StoreError>;
+
+    /// Drops a change's staging; the mappings stay as they were.
+    fn discard_change(&self, tenant: &str, change: i64) -> Result<(), StoreError>;
+
+    /// Journals a new change (its status is `row.status`).
+    fn insert_change(&self, tenant: &str, row: &JournalRow) -> Result<(), StoreError>;
+
+    /// Moves one change's status atomically; false when no change was in the `from` state.
+    fn move_status(&self, tenant: &str, step: &StatusMove<'_>) -> Result<bool, StoreError>;
+
+    /// Up to `limit` changes, newest first.
+    fn list_changes(
+        &self,
+        tenant: &str,
+        filter: &ChangeFilter<'_>,
+        limit: u32,
+    ) -> Result<Vec<JournalRow>, StoreError>;
+
+    fn change(&self, tenant: &str, id: &str) -> Result<Option<JournalRow>, StoreError>;
+
+    /// The tenant's confirmation-signing key: `candidate` is kept if none is yet, and the key
+    /// kept is returned, so hosts racing to make one agree on the first.
+    fn signing_key(&self, tenant: &str, candidate: &[u8]) -> Result<Vec<u8>, StoreError>;
+
+    fn insert_confirmation(&self, tenant: &str, row: &Confirmation) -> Result<(), StoreError>;
+
+    fn confirmation(&self, tenant: &str, id: &str) -> Result<Option<Confirmation>, StoreError>;
+
+    /// Marks an unused token used; true for exactly one caller, however many hosts race.
+    fn claim_confirmation(&self, tenant: &str, id: &str, now_ms: i64) -> Result<bool, StoreError>;
+
+    /// How many rows the tenant's open changes have staged.
+    fn staged_rows(&self, tenant: &str) -> Result<i64, StoreError>;
+
+    /// A cheap query, for readiness.
+    fn ping(&self) -> Result<(), StoreError>;
+}
