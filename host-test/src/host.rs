@@ -24,6 +24,9 @@ use std::time::{Duration, Instant};
 use url::Url;
 use wasmtime_wasi_config::WasiConfigVariables;
 
+/// Following the fleet's store: what other hosts announce.
+mod fleet;
+
 /// The configuration variable that carries the broker URL into the component.
 const PROXY_BASE_VAR: &str = "CRM_PROXY_BASE";
 
@@ -60,6 +63,9 @@ struct TenantEntry {
     roots: Arc<Roots>,
     /// The credential per CRM, while connected; shared across swaps.
     connections: Arc<Connections>,
+    /// The credential the tenant was registered with: what a reconnect announced by another
+    /// host of the fleet restores.
+    credential: Credential,
     config: Arc<WasiConfigVariables>,
     results_dir: Option<PathBuf>,
     mappings: Arc<TenantDb>,
@@ -201,7 +207,8 @@ impl Host {
             tenant_id: spec.tenant_id.as_str().into(),
             origin,
             roots: Arc::new(roots),
-            connections: Arc::new(Connections::new(spec.credential, &disconnected)),
+            connections: Arc::new(Connections::new(spec.credential.clone(), &disconnected)),
+            credential: spec.credential,
             config: Arc::new(settings.into_iter().collect()),
             results_dir,
             mappings: Arc::new(mappings),
@@ -241,6 +248,7 @@ impl Host {
             origin: old.origin.clone(),
             roots: old.roots.clone(),
             connections: old.connections.clone(),
+            credential: old.credential.clone(),
             config: old.config.clone(),
             results_dir: old.results_dir.clone(),
             mappings: old.mappings.clone(),

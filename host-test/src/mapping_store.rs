@@ -117,7 +117,11 @@ impl mapping_store::HostMappingChange for MappingStoreView<'_> {
                     .into(),
             ));
         }
-        Ok(self.change(&change)?.commit()?)
+        // The store checks again in the commit's transaction: a disconnect made on another
+        // host (or by `crm-host connection` in another process) stops it too.
+        Ok(self
+            .change(&change)?
+            .commit_unless_disconnected(Some(Crm::Hubspot.integration()))?)
     }
 
     fn drop(&mut self, change: Resource<MappingChange>) -> wasmtime::Result<()> {

@@ -9,6 +9,8 @@
 mod demo;
 /// `crm-host serve`: the HTTP server's flags and start-up.
 mod serve;
+/// `--store` and `crm-host store`.
+mod store;
 
 use serve::{ServeCommand, ServeLimits, serve_http};
 
@@ -18,7 +20,7 @@ use crate::backend::{NetworkBackend, NetworkOptions};
 use crate::cache::{CacheKey, ComponentCache};
 use crate::credential::Credential;
 use crate::mcp::{Authority, McpServer, Principal};
-use crate::tenant_db::{DbLocation, TenantDb, tenant_file};
+use crate::tenant_db::tenant_file;
 use crate::{
     AuditLog, Backend, CallError, CallRequest, Host, HostLimits, PluginVersion, Runtime, TenantSpec,
 };
@@ -110,6 +112,11 @@ enum Command {
         #[command(flatten)]
         limits: ServeLimits,
     },
+    /// Apply or check the fleet database's schema (`--store postgres://...`).
+    Store {
+        #[arg(value_enum)]
+        action: store::StoreAction,
+    },
     /// Serve the built-in sandbox CRM as a real HTTPS broker on loopback (crm-sandbox only),
     /// with a self-signed certificate made at start-up. Prints one JSON line: the URL, the certificate's path and each
     /// tenant's credential; then use `--proxy-base URL --ca-cert FILE` with
@@ -168,6 +175,17 @@ struct Options {
     /// Where each tenant's mapping store (SQLite) is kept, as <dir>/<tenant>/mappings.sqlite.
     #[arg(long, global = true, default_value = "crm-host-data")]
     data_dir: std::path::PathBuf,
+    /// Where every tenant's state lives: `sqlite` (one file per tenant under --data-dir), or a
+    /// PostgreSQL URL (postgres://user:password@host:5432/db?sslmode=require) that a fleet of
+    /// hosts shares. Its schema is migrated at start.
+    #[arg(
+        long,
+        global = true,
+        env = "CRM_HOST_STORE",
+        default_value = "sqlite",
+        hide_env_values = true
+    )]
+    store: String,
     /// Where compiled components are kept, so later starts skip compiling
     /// [default: $XDG_CACHE_HOME/crm-host, else ~/.cache/crm-host].
     #[arg(long, global = true)]
@@ -208,6 +226,11 @@ async fn run(
     command: Command,
     built_in: Option<&dyn BuiltInCrm>,
 ) -> Result<ExitCode, String> {
+    if let Command::Store { action } = &command {
+        print_json(&store::run(&options.store, *action)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let stores = store::Store::open(&options.store, &options.data_dir)?;
     if let Command::Serve {
         listen,
         tenants,
@@ -223,11 +246,10 @@ async fn run(
             public_url: public_url.clone(),
             limits: limits.limits(),
         };
-        return serve_http(&options, serve, built_in).await;
+        return serve_http(&options, &stores, serve, built_in).await;
     }
     if let Command::Connection { action, crm } = &command {
-        let file = DbLocation::File(tenant_file(&options.data_dir, &options.tenant)?);
-        let store = TenantDb::open(&options.tenant, &file)?;
+        let store = stores.tenant(&options.tenant)?;
         let disconnect = matches!(action, ConnectionAction::Disconnect);
         store.set_disconnected(crm, disconnect)?;
         print_json(&json!({"tenant": options.tenant, "crm": crm, "connected": !disconnect}));
@@ -244,7 +266,7 @@ async fn run(
         Some(dir) => dir.clone(),
         None => tenant_results_dir(&options.data_dir, &options.tenant)?,
     };
-    let mappings = DbLocation::File(tenant_file(&options.data_dir, &options.tenant)?);
+    let mappings = stores.location(&options.tenant)?;
     let (backend, spec, instance_url): (Arc<dyn Backend>, TenantSpec, Option<String>) =
         match &options.proxy_base {
             Some(proxy_base) => {
@@ -287,6 +309,9 @@ async fn run(
     let sandbox = options.proxy_base.is_none();
     let host = Arc::new(Host::new(runtime, backend, audit.clone()));
     host.add_tenant(spec, plugin).map_err(|e| e.to_string())?;
+    if let Some(fleet) = stores.postgres() {
+        host.follow_store(fleet);
+    }
     if let Command::Mcp = command {
         let principal = Principal {
             tenant_id: options.tenant.clone(),
@@ -339,6 +364,7 @@ async fn run(
         Command::Mcp
         | Command::Serve { .. }
         | Command::Connection { .. }
+        | Command::Store { .. }
         | Command::Sandbox { .. } => {
             unreachable!("handled above")
         }
@@ -403,8 +429,9 @@ fn component_cache(dir: std::path::PathBuf, data_dir: &std::path::Path) -> Optio
 /// The `CRM_*` settings in the environment, for every tenant this process serves. The host
 /// keeps only `CRM_*` names and drops the credential and the broker base whatever it is given.
 fn env_settings() -> Vec<(String, String)> {
+    // `CRM_HOST_*` is the host's own (the store URL and its password among them).
     std::env::vars()
-        .filter(|(k, _)| k.starts_with("CRM_"))
+        .filter(|(k, _)| k.starts_with("CRM_") && !k.starts_with("CRM_HOST_"))
         .collect()
 }
 

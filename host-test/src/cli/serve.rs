@@ -11,7 +11,7 @@ use crate::mcp::admin::{Admin, CredentialSource};
 use crate::mcp::http::{self as mcp_http, Gate, MCP_PATH};
 use crate::mcp::tenants::TenantsFile;
 use crate::metrics::Metrics;
-use crate::tenant_db::{DbLocation, tenant_file};
+use crate::tenant_db::DbLocation;
 use crate::{Host, TenantSpec};
 use clap::Args;
 use serde_json::json;
@@ -81,6 +81,7 @@ pub(super) struct ServeCommand {
 /// `crm-host serve`: one Streamable HTTP server for every tenant in the tenants file.
 pub(super) async fn serve_http(
     options: &Options,
+    stores: &super::store::Store,
     serve: ServeCommand,
     built_in: Option<&dyn BuiltInCrm>,
 ) -> Result<ExitCode, String> {
@@ -161,9 +162,12 @@ pub(super) async fn serve_http(
             Some(root) => root.join(&tenant.id),
             None => tenant_results_dir(&options.data_dir, &tenant.id)?,
         });
-        spec.mappings = DbLocation::File(tenant_file(&options.data_dir, &tenant.id)?);
+        spec.mappings = stores.location(&tenant.id)?;
         host.add_tenant(spec, plugin.clone())
             .map_err(|e| e.to_string())?;
+    }
+    if let Some(fleet) = stores.postgres() {
+        host.follow_store(fleet);
     }
     let instance_url = |t: &crate::mcp::tenants::TenantEntry| {
         t.instance_url.clone().or_else(|| {

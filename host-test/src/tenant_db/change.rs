@@ -75,10 +75,25 @@ impl MappingChange {
 
     /// Applies every staged write in one transaction, all or none, and ends the change.
     pub fn commit(&mut self) -> Result<(), StoreError> {
+        self.commit_unless_disconnected(None)
+    }
+
+    /// As [`MappingChange::commit`], but writes nothing when the store says `crm` (`crm-a`,
+    /// `crm-b`) was disconnected, by this host or any other: `Disconnected`, and the change
+    /// stays open (dropping it discards it).
+    pub fn commit_unless_disconnected(&mut self, crm: Option<&str>) -> Result<(), StoreError> {
         self.check_open()?;
-        self.db
+        if !self
+            .db
             .rows
-            .commit_change(&self.db.tenant, self.id, now_ms())?;
+            .commit_change(&self.db.tenant, self.id, now_ms(), crm)?
+        {
+            return Err(StoreError::Disconnected(
+                "HubSpot was disconnected during the call; no mapping was written. Reconnect \
+                 HubSpot in the workspace's integration settings, then sync again."
+                    .into(),
+            ));
+        }
         self.open = false;
         Ok(())
     }
@@ -164,6 +179,28 @@ mod tests {
                 ]
             );
             assert!(change.write(&[]).is_err(), "a committed change is spent");
+        }
+    }
+
+    #[test]
+    fn a_disconnect_in_the_store_stops_the_commit_whoever_made_it() {
+        for (kind, db) in crate::tenant_db::testing::stores("cut") {
+            let mut change = MappingChange::begin(&db);
+            change.write(&[mapping("owner", "1", "{}", false)]).unwrap();
+            // As another host (or `crm-host connection`) would: in the store only.
+            db.set_disconnected("crm-a", true).unwrap();
+            let err = change
+                .commit_unless_disconnected(Some("crm-a"))
+                .unwrap_err();
+            assert!(matches!(err, StoreError::Disconnected(_)), "{kind}: {err}");
+            assert!(db.list("owner").unwrap().is_empty(), "{kind}");
+            drop(change);
+            assert_eq!(db.staged_rows().unwrap(), 0, "{kind}");
+            db.set_disconnected("crm-a", false).unwrap();
+            let mut again = MappingChange::begin(&db);
+            again.write(&[mapping("owner", "1", "{}", false)]).unwrap();
+            again.commit_unless_disconnected(Some("crm-a")).unwrap();
+            assert_eq!(db.list("owner").unwrap().len(), 1, "{kind}");
         }
     }
 

@@ -115,9 +115,10 @@ fn run<T: Send + 'static>(
 
 /// The database's words, typed: the call can be tried again once it answers.
 fn db_error(error: tokio_postgres::Error) -> StoreError {
-    let detail = match error.as_db_error() {
-        Some(db) => db.message().to_string(),
-        None => error.to_string(),
+    let detail = match (error.as_db_error(), std::error::Error::source(&error)) {
+        (Some(db), _) => db.message().to_string(),
+        (None, Some(cause)) => format!("{error}: {cause}"),
+        (None, None) => error.to_string(),
     };
     StoreError::Unavailable(format!("PostgreSQL: {detail}"))
 }
@@ -590,10 +591,30 @@ impl Rows for PgStore {
         })
     }
 
-    fn commit_change(&self, tenant: &str, change: i64, now: i64) -> Result<(), StoreError> {
+    fn commit_change(
+        &self,
+        tenant: &str,
+        change: i64,
+        now: i64,
+        unless_disconnected: Option<&str>,
+    ) -> Result<bool, StoreError> {
         let tenant = tenant.to_owned();
+        let guard = unless_disconnected.map(str::to_owned);
         self.with(move |mut c| async move {
             let tx = c.transaction().await.map_err(db_error)?;
+            if let Some(crm) = guard {
+                // FOR SHARE waits for a disconnect being committed, then sees it.
+                let off = tx
+                    .query_opt(
+                        "SELECT 1 FROM disconnected WHERE tenant = $1 AND crm = $2 FOR SHARE",
+                        &[&tenant, &crm],
+                    )
+                    .await
+                    .map_err(db_error)?;
+                if off.is_some() {
+                    return Ok(false);
+                }
+            }
             tx.execute(
                 &format!(
                     "{INSERTED} SELECT tenant, kind, crm_id, fields, deleted,
@@ -611,7 +632,8 @@ impl Rows for PgStore {
             )
             .await
             .map_err(db_error)?;
-            tx.commit().await.map_err(db_error)
+            tx.commit().await.map_err(db_error)?;
+            Ok(true)
         })
     }
 

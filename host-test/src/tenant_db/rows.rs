@@ -110,8 +110,16 @@ pub trait Rows: Send + Sync {
         limit: usize,
     ) -> Result<Vec<StoredMapping>, StoreError>;
 
-    /// Applies a change's staged writes and drops its staging, in one transaction.
-    fn commit_change(&self, tenant: &str, change: i64, now_ms: i64) -> Result<(), StoreError>;
+    /// Applies a change's staged writes and drops its staging, in one transaction, unless the
+    /// store says `unless_disconnected` (`crm-a`, `crm-b`) is disconnected for the tenant (then
+    /// `Ok(false)` and nothing is written): a disconnect made on any host stops the commit.
+    fn commit_change(
+        &self,
+        tenant: &str,
+        change: i64,
+        now_ms: i64,
+        unless_disconnected: Option<&str>,
+    ) -> Result<bool, StoreError>;
 
     /// Drops a change's staging; the mappings stay as they were.
     fn discard_change(&self, tenant: &str, change: i64) -> Result<(), StoreError>;

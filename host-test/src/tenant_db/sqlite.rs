@@ -368,9 +368,27 @@ impl Rows for SqliteRows {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    fn commit_change(&self, tenant: &str, change: i64, now: i64) -> Result<(), StoreError> {
+    fn commit_change(
+        &self,
+        tenant: &str,
+        change: i64,
+        now: i64,
+        unless_disconnected: Option<&str>,
+    ) -> Result<bool, StoreError> {
         let mut conn = self.conn();
-        let tx = conn.transaction()?;
+        // IMMEDIATE: the write lock first, so no disconnect lands between the check and the
+        // commit, whichever process makes it.
+        let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        if let Some(crm) = unless_disconnected {
+            let off: bool = tx.query_row(
+                "SELECT EXISTS (SELECT 1 FROM disconnected WHERE tenant = ?1 AND crm = ?2)",
+                params![tenant, crm],
+                |row| row.get(0),
+            )?;
+            if off {
+                return Ok(false);
+            }
+        }
         // `WHERE` before `ON CONFLICT` also tells SQLite's parser the upsert from a join.
         tx.execute(
             &format!(
@@ -381,7 +399,8 @@ impl Rows for SqliteRows {
             params![tenant, now, change],
         )?;
         delete_staged(&tx, change)?;
-        Ok(tx.commit()?)
+        tx.commit()?;
+        Ok(true)
     }
 
     fn discard_change(&self, _tenant: &str, change: i64) -> Result<(), StoreError> {
