@@ -11,6 +11,7 @@ mod docs;
 mod egress;
 mod export;
 mod fixtures;
+mod fleet;
 mod governance;
 mod http_server;
 mod masking;

@@ -1,0 +1,287 @@
+//! Two hosts on one PostgreSQL database and one CRM (issue 23): any host serves any request.
+//! Each host has its own store handle (pool and listener), audit trail and memory, as two
+//! processes would; only the database and the sandbox CRM are shared.
+//!
+//! Needs `CRM_TEST_POSTGRES` (CI starts PostgreSQL 15 and sets it); without it each test
+//! prints one line and does nothing. Each test makes its own database, so tests never meet.
+
+use crate::fixtures::{ALL_SCOPES, output, plugin, runtime, tool_error};
+use crm_host::audit::AuditEvent;
+use crm_host::backend::BoxFuture;
+use crm_host::egress::Crm;
+use crm_host::tenant_db::postgres::Migrate;
+use crm_host::tenant_db::{DbLocation, PgStore};
+use crm_host::{AuditLog, Backend, CallRequest, Host};
+use crm_sandbox::SandboxCrm;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const DEAL: &str = "357300";
+
+/// A fresh database on the test server, or `None` (with one printed line) without one.
+pub(crate) async fn fresh_database(test: &str) -> Option<String> {
+    let Ok(server) = std::env::var("CRM_TEST_POSTGRES") else {
+        eprintln!("{test}: skipped, CRM_TEST_POSTGRES is not set (CI runs it on PostgreSQL 15)");
+        return None;
+    };
+    let (client, connection) = tokio_postgres::connect(&server, tokio_postgres::NoTls)
+        .await
+        .unwrap_or_else(|e| panic!("CRM_TEST_POSTGRES={server}: {e}"));
+    tokio::spawn(connection);
+    let name = format!(
+        "fleet_{test}_{}_{}",
+        std::process::id(),
+        Instant::now().elapsed().as_nanos() % 1000
+    );
+    client
+        .batch_execute(&format!("DROP DATABASE IF EXISTS {name}"))
+        .await
+        .unwrap();
+    client
+        .batch_execute(&format!("CREATE DATABASE {name}"))
+        .await
+        .unwrap();
+    let mut url = url::Url::parse(&server).unwrap();
+    url.set_path(&format!("/{name}"));
+    Some(url.to_string())
+}
+
+/// One host of the fleet.
+pub(crate) struct Member {
+    pub(crate) host: Arc<Host>,
+    pub(crate) audit: AuditLog,
+}
+
+/// Two hosts serving the sandbox tenant `acme` from the database at `url`, over `backend`.
+pub(crate) fn two_hosts(
+    url: &str,
+    backend: Arc<dyn Backend>,
+    settings: &[(&str, &str)],
+) -> [Member; 2] {
+    [0, 1].map(|_| {
+        let store = PgStore::open(url, Migrate::Apply).unwrap();
+        let audit = AuditLog::in_memory();
+        let host = Arc::new(Host::new(runtime(), backend.clone(), audit.clone()));
+        let mut spec = SandboxCrm::tenant_spec("acme");
+        spec.settings = settings
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        spec.mappings = DbLocation::Postgres(store.clone());
+        host.add_tenant(spec, plugin()).unwrap();
+        host.follow_store(&store);
+        Member { host, audit }
+    })
+}
+
+fn request(tool: &str, input: Value) -> CallRequest {
+    CallRequest {
+        tenant_id: "acme".into(),
+        user_id: "ana".into(),
+        granted_scopes: ALL_SCOPES.iter().map(|s| s.to_string()).collect(),
+        instance_url: Some(SandboxCrm::instance_url("acme")),
+        tool: tool.into(),
+        input: input.to_string(),
+    }
+}
+
+/// Requests this host sent to the CRM (`METHOD path`), reads and writes.
+fn sent(audit: &AuditLog) -> Vec<String> {
+    audit
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            AuditEvent::Request { method, path, .. } => Some(format!("{method} {path}")),
+            _ => None,
+        })
+        .collect()
+}
+
+fn patches(audit: &AuditLog) -> usize {
+    sent(audit)
+        .iter()
+        .filter(|r| r.starts_with("PATCH"))
+        .count()
+}
+
+fn update(amount: &str) -> Value {
+    json!({"object_type": "deals", "record_id": DEAL, "properties": {"amount": amount}})
+}
+
+async fn preview(host: &Host, amount: &str) -> Value {
+    let mut input = update(amount);
+    input["preview"] = json!(true);
+    let out = output(host.call(request("crma_update_record", input)).await);
+    out["preview"]["confirmation_token"].clone()
+}
+
+async fn apply(host: &Host, amount: &str, token: &Value) -> Result<String, crm_host::CallError> {
+    let mut input = update(amount);
+    input["confirmation_token"] = token.clone();
+    host.call(request("crma_update_record", input)).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_preview_on_one_host_is_applied_on_the_other_and_a_raced_token_writes_once() {
+    let Some(url) = fresh_database("preview").await else {
+        return;
+    };
+    let sandbox = Arc::new(SandboxCrm::new());
+    let [a, b] = two_hosts(&url, sandbox, &[("CRM_POLICY_CONFIRM_WRITES", "true")]);
+
+    // Previewed on A, applied on B: B knows the token A signed.
+    let token = preview(&a.host, "250000").await;
+    let applied = output(apply(&b.host, "250000", &token).await);
+    assert!(applied["change_id"].as_str().unwrap().starts_with("chg_"));
+    assert_eq!((patches(&a.audit), patches(&b.audit)), (0, 1));
+    // And A sees the change B journalled.
+    let journal = a.host.mappings("acme").unwrap();
+    let change = journal
+        .change(applied["change_id"].as_str().unwrap())
+        .unwrap()
+        .expect("the change is in the shared journal");
+    assert_eq!(change.tool, "crma_update_record");
+
+    // One token redeemed on both hosts at once: exactly one write.
+    let token = preview(&a.host, "260000").await;
+    let (on_a, on_b) = tokio::join!(
+        apply(&a.host, "260000", &token),
+        apply(&b.host, "260000", &token)
+    );
+    let wins = [&on_a, &on_b].iter().filter(|r| r.is_ok()).count();
+    assert_eq!(wins, 1, "a: {on_a:?}\nb: {on_b:?}");
+    let loser = if on_a.is_ok() { on_b } else { on_a };
+    let (kind, message) = tool_error(loser);
+    assert_eq!(kind, "invalid-input");
+    assert!(message.contains("already used"), "{message}");
+    assert_eq!(
+        patches(&a.audit) + patches(&b.audit),
+        2,
+        "one write per token"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_disconnect_on_one_host_stops_the_other_within_a_second_with_nothing_sent() {
+    let Some(url) = fresh_database("disconnect").await else {
+        return;
+    };
+    let [a, b] = two_hosts(&url, Arc::new(SandboxCrm::new()), &[]);
+    let read = || {
+        request(
+            "crma_get_record",
+            json!({"object_type": "deals", "record_id": DEAL}),
+        )
+    };
+    output(b.host.call(read()).await);
+
+    let began = Instant::now();
+    a.host.disconnect("acme", Crm::Hubspot).unwrap();
+    while b.host.is_connected("acme", Crm::Hubspot).unwrap() {
+        assert!(
+            began.elapsed() < Duration::from_secs(1),
+            "host B still connected a second after host A's disconnect"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let heard_after = began.elapsed();
+    let before = sent(&b.audit).len();
+    let (kind, _) = tool_error(b.host.call(read()).await);
+    assert_eq!(kind, "not-connected");
+    assert_eq!(
+        sent(&b.audit).len(),
+        before,
+        "nothing sent after the disconnect"
+    );
+    eprintln!("host B heard host A's disconnect after {heard_after:?}");
+
+    // Salesforce was not touched; reconnecting on A restores B too.
+    assert!(b.host.is_connected("acme", Crm::Salesforce).unwrap());
+    a.host
+        .reconnect(
+            "acme",
+            Crm::Hubspot,
+            SandboxCrm::tenant_spec("acme").credential,
+        )
+        .unwrap();
+    let began = Instant::now();
+    while !b.host.is_connected("acme", Crm::Hubspot).unwrap() {
+        assert!(began.elapsed() < Duration::from_secs(1));
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    output(b.host.call(read()).await);
+}
+
+/// The sandbox, holding back the last owners page (archived owners, read just before a sync
+/// commits) until told, and saying when it got there.
+struct HeldSync {
+    sandbox: Arc<SandboxCrm>,
+    reached: Arc<tokio::sync::Notify>,
+    hold: Duration,
+}
+
+impl Backend for HeldSync {
+    fn send(
+        &self,
+        request: http::Request<bytes::Bytes>,
+    ) -> BoxFuture<Result<http::Response<bytes::Bytes>, wasmtime_wasi_http::Error>> {
+        let held = request.uri().path().ends_with("/crm/v3/owners")
+            && request
+                .uri()
+                .query()
+                .unwrap_or_default()
+                .contains("archived=true");
+        let (reached, hold) = (self.reached.clone(), self.hold);
+        let answer = self.sandbox.send(request);
+        Box::pin(async move {
+            if held {
+                reached.notify_one();
+                tokio::time::sleep(hold).await;
+            }
+            answer.await
+        })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_stopped_mid_sync_leaves_no_partial_mappings_and_the_other_completes_it() {
+    let Some(url) = fresh_database("sync").await else {
+        return;
+    };
+    let reached = Arc::new(tokio::sync::Notify::new());
+    let held = Arc::new(HeldSync {
+        sandbox: Arc::new(SandboxCrm::new()),
+        reached: reached.clone(),
+        hold: Duration::from_secs(30),
+    });
+    let [a, b] = two_hosts(&url, held, &[]);
+    let sync = || request("crma_sync_users", json!({}));
+
+    // Host B dies while its sync reads the last page: its staged rows are written, the
+    // mappings are not.
+    let host_b = b.host.clone();
+    let running = tokio::spawn(async move { host_b.call(sync()).await });
+    reached.notified().await;
+    let store = a.host.mappings("acme").unwrap();
+    assert!(store.staged_rows().unwrap() > 0, "the sync had staged rows");
+    running.abort();
+    let _ = running.await;
+    drop(b);
+    for kind in ["user", "owner"] {
+        assert!(store.list(kind).unwrap().is_empty(), "no {kind} mapping");
+    }
+
+    // Host A runs the same sync to the end (its own last page held only briefly).
+    let quick = Arc::new(HeldSync {
+        sandbox: Arc::new(SandboxCrm::new()),
+        reached: Arc::new(tokio::sync::Notify::new()),
+        hold: Duration::ZERO,
+    });
+    let [a2, _] = two_hosts(&url, quick, &[]);
+    drop(a);
+    let out = output(a2.host.call(sync()).await);
+    assert!(out["created"].as_u64().unwrap() > 0, "{out}");
+    let users = store.list("user").unwrap().len() + store.list("owner").unwrap().len();
+    assert_eq!(users as u64, out["created"].as_u64().unwrap(), "{out}");
+}
