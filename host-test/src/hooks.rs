@@ -12,6 +12,7 @@ use crate::backend::Backend;
 use crate::connections::Connections;
 use crate::credential::CREDENTIAL_HEADER;
 use crate::egress::{Admitted, Crm, Policy, Refusal, Roots};
+use crate::pacing::{Paced, Pacer};
 use http::HeaderValue;
 use http_body_util::{BodyExt, Full, Limited};
 use std::fmt;
@@ -145,6 +146,9 @@ pub struct BrokerHooks {
     /// Set once a write (any method but GET) is handed to the backend, so a call cancelled
     /// afterwards is known to have an unknown outcome.
     pub writes_sent: Arc<std::sync::atomic::AtomicBool>,
+    /// Holds each request until its account has room (this host's, or the fleet's); none
+    /// leaves pacing to the component and the CRM's own `429`s.
+    pub pacer: Option<Pacer>,
 }
 
 impl BrokerHooks {
@@ -196,6 +200,7 @@ impl WasiHttpHooks for BrokerHooks {
         let writes_sent = self.writes_sent.clone();
         let audit = self.audit.clone();
         let max_request_bytes = self.max_request_bytes;
+        let pacer = self.pacer.clone();
         Box::new(async move {
             let method = request.method().to_string();
             let path = request.uri().path().to_string();
@@ -224,6 +229,18 @@ impl WasiHttpHooks for BrokerHooks {
                 let refusal = Denial::Egress(Refusal::Disconnected(integration));
                 log(Some(401), refusal.to_string(), None);
                 return Ok(disconnected(integration));
+            };
+            // Waiting for the account's room is not the request's time: it comes first.
+            let search = request.method() == http::Method::POST && path.ends_with("/search");
+            let _permit = match &pacer {
+                None => None,
+                Some(pacer) => match pacer.acquire(&tenant, integration, search).await {
+                    Ok(permit) => Some(permit),
+                    Err(paced) => {
+                        log(Some(429), format!("held back: {paced}"), None);
+                        return Ok(paced_answer(integration, &paced));
+                    }
+                },
             };
             let exchange = async {
                 let (mut parts, body) = request.into_parts();
@@ -256,6 +273,10 @@ impl WasiHttpHooks for BrokerHooks {
                 }
             };
             let (mut parts, body) = response.into_parts();
+            if let (Some(pacer), Some(wait)) = (&pacer, retry_after(&parts)) {
+                // Every host sharing the pacer holds this account's requests as long.
+                pacer.pause(&tenant, integration, wait).await;
+            }
             // Nothing that looks like the credential flows back into the guest.
             parts.headers.remove(&CREDENTIAL_HEADER);
             let correlation_id = CORRELATION_HEADERS
@@ -272,6 +293,76 @@ impl WasiHttpHooks for BrokerHooks {
             Ok((http::Response::from_parts(parts, body), done))
         })
     }
+}
+
+/// A `429`'s `Retry-After` in seconds, when the CRM gave one.
+fn retry_after(parts: &http::response::Parts) -> Option<Duration> {
+    if parts.status != http::StatusCode::TOO_MANY_REQUESTS {
+        return None;
+    }
+    let seconds: u64 = parts
+        .headers
+        .get(http::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(Duration::from_secs(seconds.min(3600)))
+}
+
+/// The answer for a request held back by the pacer: a `429` in the CRM's own shape with
+/// `Retry-After` (the component then retries or reports `rate-limited`), or a `503` when the
+/// fleet's store does not answer. Nothing was sent.
+fn paced_answer(
+    integration: Crm,
+    paced: &Paced,
+) -> (
+    http::Response<WasiBody>,
+    Box<dyn Future<Output = Result<(), HttpError>> + Send>,
+) {
+    let (status, retry) = match paced {
+        Paced::Busy(wait) => (http::StatusCode::TOO_MANY_REQUESTS, wait.as_secs().max(1)),
+        Paced::Store(_) => (http::StatusCode::SERVICE_UNAVAILABLE, 1),
+    };
+    let message = format!("{paced}; nothing was sent");
+    let body = match integration {
+        Crm::Hubspot => serde_json::json!({
+            "status": "error",
+            "category": "RATE_LIMITS",
+            "policyName": "TEN_SECONDLY_ROLLING",
+            "message": message,
+        }),
+        Crm::Salesforce => serde_json::json!([{
+            "errorCode": "REQUEST_LIMIT_EXCEEDED",
+            "message": message,
+        }]),
+    };
+    let (mut response, done) = local_answer(status, body);
+    response
+        .headers_mut()
+        .insert(http::header::RETRY_AFTER, HeaderValue::from(retry));
+    (response, done)
+}
+
+/// A JSON answer the host gives itself.
+fn local_answer(
+    status: http::StatusCode,
+    body: serde_json::Value,
+) -> (
+    http::Response<WasiBody>,
+    Box<dyn Future<Output = Result<(), HttpError>> + Send>,
+) {
+    let body: WasiBody = Full::new(bytes::Bytes::from(body.to_string()))
+        .map_err(|never| match never {})
+        .boxed_unsync();
+    let mut response = http::Response::new(body);
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    (response, Box::new(async { Ok(()) }))
 }
 
 /// The answer for a CRM an operator disconnected, as the broker gives once credentials are
@@ -296,16 +387,7 @@ fn disconnected(
                         Reconnect Salesforce in the workspace's integration settings.",
         }]),
     };
-    let body: WasiBody = Full::new(bytes::Bytes::from(body.to_string()))
-        .map_err(|never| match never {})
-        .boxed_unsync();
-    let mut response = http::Response::new(body);
-    *response.status_mut() = http::StatusCode::UNAUTHORIZED;
-    response.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    (response, Box::new(async { Ok(()) }))
+    local_answer(http::StatusCode::UNAUTHORIZED, body)
 }
 
 #[cfg(test)]

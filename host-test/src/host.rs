@@ -129,6 +129,8 @@ pub struct Host {
     swaps: tokio::sync::broadcast::Sender<Arc<str>>,
     /// Calls running in the background as tasks.
     tasks: crate::tasks::TaskBoard,
+    /// Holds requests until their account has room; none by default (see [`Host::with_pacer`]).
+    pacer: Option<crate::pacing::Pacer>,
 }
 
 impl Host {
@@ -140,7 +142,15 @@ impl Host {
             tenants: RwLock::default(),
             swaps: tokio::sync::broadcast::channel(64).0,
             tasks: crate::tasks::TaskBoard::default(),
+            pacer: None,
         }
+    }
+
+    /// Paces every tenant's requests to its CRM accounts with `pacer`: this host's own, or one
+    /// over the fleet's store, so that many hosts together keep each account's limits.
+    pub fn with_pacer(mut self, pacer: crate::pacing::Pacer) -> Self {
+        self.pacer = Some(pacer);
+        self
     }
 
     /// The calls running in the background as tasks, each its owner's only.
@@ -381,6 +391,7 @@ impl Host {
             max_timeout: limits.http_timeout,
             max_request_bytes: limits.max_request_bytes,
             writes_sent: writes,
+            pacer: self.pacer.clone(),
         };
         Ok(self.runtime.store(tenant, hooks, user_id.into()))
     }

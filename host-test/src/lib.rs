@@ -24,6 +24,7 @@ mod journal;
 mod mapping_store;
 pub mod mcp;
 pub mod metrics;
+pub mod pacing;
 pub mod private_fs;
 pub mod progress;
 pub mod result_file;

@@ -193,6 +193,8 @@ struct Options {
     /// Compile the component afresh, neither reading nor writing the cache.
     #[arg(long, global = true)]
     no_cache: bool,
+    #[command(flatten)]
+    pace: store::PaceArgs,
 }
 
 /// Parses the command line and runs it; `built_in` answers when no broker is given.
@@ -307,7 +309,11 @@ async fn run(
             }
         };
     let sandbox = options.proxy_base.is_none();
-    let host = Arc::new(Host::new(runtime, backend, audit.clone()));
+    let mut host = Host::new(runtime, backend, audit.clone());
+    if let Some(pacer) = stores.pacer(&options.pace) {
+        host = host.with_pacer(pacer);
+    }
+    let host = Arc::new(host);
     host.add_tenant(spec, plugin).map_err(|e| e.to_string())?;
     if let Some(fleet) = stores.postgres() {
         host.follow_store(fleet);

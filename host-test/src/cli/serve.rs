@@ -116,7 +116,11 @@ pub(super) async fn serve_http(
     let metrics = Arc::new(Metrics::default());
     let audit = audit_log(options)?.observed_by(metrics.clone());
     let jwks_backend: Arc<dyn Backend> = Arc::new(network_backend(options, &runtime)?);
-    let host = Arc::new(Host::new(runtime, backend, audit.clone()));
+    let mut host = Host::new(runtime, backend, audit.clone());
+    if let Some(pacer) = stores.pacer(&options.pace) {
+        host = host.with_pacer(pacer);
+    }
+    let host = Arc::new(host);
     let mut credentials = std::collections::HashMap::new();
     for tenant in &file.tenants {
         let source = match &tenant.credential_env {

@@ -1,11 +1,38 @@
 //! `--store`: where every tenant's state lives (SQLite files under `--data-dir`, the default,
 //! or one PostgreSQL database a fleet of hosts shares), and `crm-host store migrate|check`.
 
+use crate::pacing::{Pacer, PacingLimits, Window};
 use crate::tenant_db::postgres::{Migrate, schema};
 use crate::tenant_db::{DbLocation, PgStore, StoreError, TenantDb, tenant_file};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
+
+/// How the host paces what it sends to each CRM account (`--pace`).
+#[derive(Debug, Clone, clap::Args)]
+pub(super) struct PaceArgs {
+    /// Hold requests until their account has room: `auto` does so on a PostgreSQL store (the
+    /// fleet shares each account's room), `on` on any store, `off` leaves it to the CRM's 429s.
+    #[arg(long, global = true, value_enum, default_value = "auto")]
+    pace: Pace,
+    /// HubSpot requests per account in any 10 seconds (HubSpot gives a public app 110).
+    #[arg(long, global = true, default_value_t = 100)]
+    hubspot_per_10s: u32,
+    /// HubSpot search requests per account in any second (HubSpot allows about 5).
+    #[arg(long, global = true, default_value_t = 5)]
+    hubspot_searches_per_second: u32,
+    /// Salesforce requests one org may have running at once.
+    #[arg(long, global = true, default_value_t = 25)]
+    salesforce_concurrent: u32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Pace {
+    Auto,
+    On,
+    Off,
+}
 
 /// What `crm-host store` does.
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -56,6 +83,27 @@ impl Store {
     /// `tenant`'s store.
     pub(super) fn tenant(&self, tenant: &str) -> Result<TenantDb, String> {
         TenantDb::open(tenant, &self.location(tenant)?).map_err(|e: StoreError| e.to_string())
+    }
+
+    /// The pacer `--pace` asks for: over the fleet's database, or this host's memory.
+    pub(super) fn pacer(&self, args: &PaceArgs) -> Option<Pacer> {
+        let limits = PacingLimits {
+            hubspot: Window {
+                requests: args.hubspot_per_10s.max(1),
+                per: Duration::from_secs(10),
+            },
+            hubspot_search: Window {
+                requests: args.hubspot_searches_per_second.max(1),
+                per: Duration::from_secs(1),
+            },
+            salesforce_concurrent: args.salesforce_concurrent.max(1),
+            ..PacingLimits::default()
+        };
+        match (args.pace, self) {
+            (Pace::Off, _) | (Pace::Auto, Store::Sqlite(_)) => None,
+            (_, Store::Postgres(store)) => Some(Pacer::new(store.clone(), limits)),
+            (Pace::On, Store::Sqlite(_)) => Some(Pacer::local(limits)),
+        }
     }
 
     /// The fleet's database, when there is one (hosts follow its events).

@@ -9,6 +9,7 @@
 //! call. Connections are checked out of a pool per query and reconnect by themselves.
 
 mod events;
+mod pacing;
 pub mod schema;
 
 pub use events::StoreEvent;
@@ -250,6 +251,42 @@ impl PgStore {
     /// The URL, password hidden.
     pub fn url(&self) -> &str {
         &self.shown
+    }
+
+    /// Runs one query function on a pooled connection, for async callers: nothing blocks.
+    fn spawn_with<T, F, Fut>(&self, work: F) -> crate::backend::BoxFuture<Result<T, StoreError>>
+    where
+        T: Send + 'static,
+        F: FnOnce(deadpool_postgres::Object) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, StoreError>> + Send,
+    {
+        let pool = self.pool.clone();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        match store_runtime() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    let work = async move { work(pool.get().await.map_err(pool_error)?).await };
+                    let answer = tokio::time::timeout(QUERY_TIMEOUT, work)
+                        .await
+                        .unwrap_or_else(|_| {
+                            Err(StoreError::Unavailable(
+                                "the database did not answer in time".into(),
+                            ))
+                        });
+                    let _ = tx.send(answer);
+                });
+            }
+            Err(e) => {
+                let _ = tx.send(Err(e));
+            }
+        }
+        Box::pin(async move {
+            rx.await.unwrap_or_else(|_| {
+                Err(StoreError::Unavailable(
+                    "the store's runtime stopped".into(),
+                ))
+            })
+        })
     }
 
     /// Runs one query function on a pooled connection.

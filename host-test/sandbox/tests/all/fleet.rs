@@ -9,6 +9,7 @@ use crate::fixtures::{ALL_SCOPES, output, plugin, runtime, tool_error};
 use crm_host::audit::AuditEvent;
 use crm_host::backend::BoxFuture;
 use crm_host::egress::Crm;
+use crm_host::pacing::{Pacer, PacingLimits, Window};
 use crm_host::tenant_db::postgres::Migrate;
 use crm_host::tenant_db::{DbLocation, PgStore};
 use crm_host::{AuditLog, Backend, CallRequest, Host};
@@ -59,10 +60,24 @@ pub(crate) fn two_hosts(
     backend: Arc<dyn Backend>,
     settings: &[(&str, &str)],
 ) -> [Member; 2] {
+    paced_hosts(url, backend, settings, None)
+}
+
+/// The same, each host pacing through the database with `pacing` when given.
+pub(crate) fn paced_hosts(
+    url: &str,
+    backend: Arc<dyn Backend>,
+    settings: &[(&str, &str)],
+    pacing: Option<PacingLimits>,
+) -> [Member; 2] {
     [0, 1].map(|_| {
         let store = PgStore::open(url, Migrate::Apply).unwrap();
         let audit = AuditLog::in_memory();
-        let host = Arc::new(Host::new(runtime(), backend.clone(), audit.clone()));
+        let mut host = Host::new(runtime(), backend.clone(), audit.clone());
+        if let Some(limits) = pacing {
+            host = host.with_pacer(Pacer::new(store.clone(), limits));
+        }
+        let host = Arc::new(host);
         let mut spec = SandboxCrm::tenant_spec("acme");
         spec.settings = settings
             .iter()
@@ -284,4 +299,160 @@ async fn a_host_stopped_mid_sync_leaves_no_partial_mappings_and_the_other_comple
     assert!(out["created"].as_u64().unwrap() > 0, "{out}");
     let users = store.list("user").unwrap().len() + store.list("owner").unwrap().len();
     assert_eq!(users as u64, out["created"].as_u64().unwrap(), "{out}");
+}
+
+/// The sandbox, noting when each HubSpot request reaches it; optionally answering the first
+/// one itself with `429` and `Retry-After: 1`.
+struct Counting {
+    sandbox: Arc<SandboxCrm>,
+    arrivals: Arc<std::sync::Mutex<Vec<Instant>>>,
+    refuse_first: Arc<std::sync::atomic::AtomicBool>,
+    refused: Arc<tokio::sync::Notify>,
+}
+
+impl Counting {
+    fn new(refuse_first: bool) -> Arc<Self> {
+        Arc::new(Counting {
+            sandbox: Arc::new(SandboxCrm::new()),
+            arrivals: Arc::default(),
+            refuse_first: Arc::new(refuse_first.into()),
+            refused: Arc::default(),
+        })
+    }
+
+    fn arrivals(&self) -> Vec<Instant> {
+        self.arrivals.lock().unwrap().clone()
+    }
+}
+
+impl Backend for Counting {
+    fn send(
+        &self,
+        request: http::Request<bytes::Bytes>,
+    ) -> BoxFuture<Result<http::Response<bytes::Bytes>, wasmtime_wasi_http::Error>> {
+        if request.uri().path().contains("/hubspot/") {
+            self.arrivals.lock().unwrap().push(Instant::now());
+            if self
+                .refuse_first
+                .swap(false, std::sync::atomic::Ordering::SeqCst)
+            {
+                let refused = self.refused.clone();
+                return Box::pin(async move {
+                    refused.notify_one();
+                    Ok(http::Response::builder()
+                        .status(429)
+                        .header("retry-after", "1")
+                        .header("content-type", "application/json")
+                        .body(bytes::Bytes::from_static(
+                            br#"{"status":"error","category":"RATE_LIMITS","message":"slow down"}"#,
+                        ))
+                        .unwrap())
+                });
+            }
+        }
+        self.sandbox.send(request)
+    }
+}
+
+/// The most arrivals in any span of `per`.
+fn busiest(mut arrivals: Vec<Instant>, per: Duration) -> usize {
+    arrivals.sort();
+    let mut first = 0;
+    let mut most = 0;
+    for last in 0..arrivals.len() {
+        while arrivals[last].duration_since(arrivals[first]) >= per {
+            first += 1;
+        }
+        most = most.max(last - first + 1);
+    }
+    most
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn eight_clients_on_each_of_two_hosts_never_exceed_the_accounts_limit() {
+    let Some(url) = fresh_database("pace").await else {
+        return;
+    };
+    let window = Window {
+        requests: 20,
+        per: Duration::from_secs(2),
+    };
+    let limits = PacingLimits {
+        hubspot: window,
+        max_wait: Duration::from_secs(60),
+        ..PacingLimits::default()
+    };
+    let counting = Counting::new(false);
+    let hosts = paced_hosts(&url, counting.clone(), &[], Some(limits));
+    let until = Instant::now() + Duration::from_secs(5);
+    let clients: Vec<_> = (0..16)
+        .map(|i| {
+            let host = hosts[i % 2].host.clone();
+            tokio::spawn(async move {
+                let mut done = 0;
+                while Instant::now() < until {
+                    let read = request(
+                        "crma_get_record",
+                        json!({"object_type": "deals", "record_id": DEAL}),
+                    );
+                    output(host.call(read).await);
+                    done += 1;
+                }
+                done
+            })
+        })
+        .collect();
+    let mut calls = 0;
+    for client in clients {
+        calls += client.await.unwrap();
+    }
+    let arrivals = counting.arrivals();
+    let most = busiest(arrivals.clone(), window.per);
+    eprintln!(
+        "{calls} calls from 16 clients on 2 hosts: {} HubSpot requests, at most {most} in any {:?}",
+        arrivals.len(),
+        window.per
+    );
+    assert!(
+        most <= window.requests as usize,
+        "{most} requests in one window"
+    );
+    assert!(
+        arrivals.len() >= 2 * window.requests as usize,
+        "the account's room is used: {} requests",
+        arrivals.len()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_retry_after_seen_by_one_host_holds_the_other() {
+    let Some(url) = fresh_database("retry_after").await else {
+        return;
+    };
+    let counting = Counting::new(true);
+    let [a, b] = paced_hosts(&url, counting.clone(), &[], Some(PacingLimits::default()));
+    let read = || {
+        request(
+            "crma_get_record",
+            json!({"object_type": "deals", "record_id": DEAL}),
+        )
+    };
+    let host_a = a.host.clone();
+    let on_a = tokio::spawn(async move { host_a.call(read()).await });
+    counting.refused.notified().await;
+    let refused_at = Instant::now();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    output(b.host.call(read()).await);
+    let after: Vec<_> = counting
+        .arrivals()
+        .into_iter()
+        .filter(|t| *t > refused_at)
+        .collect();
+    let first = after.first().expect("host B's request arrived");
+    assert!(
+        first.duration_since(refused_at) >= Duration::from_millis(900),
+        "host B sent {:?} after host A's 429 with Retry-After: 1",
+        first.duration_since(refused_at)
+    );
+    let _ = on_a.await;
 }

@@ -20,10 +20,11 @@ const MIGRATION_LOCK: i64 = 0x63_72_6d_2d_68_6f_73_74;
 
 /// Keys are compared byte by byte (`COLLATE "C"`), as the component compares them and as
 /// SQLite does, whatever the database's own collation.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "mappings, created ids, disconnects, staging, journal, confirmations, keys",
-    sql: r#"
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "mappings, created ids, disconnects, staging, journal, confirmations, keys",
+        sql: r#"
         CREATE TABLE mappings (
             tenant        text    NOT NULL,
             kind          text    NOT NULL CHECK (kind IN ('user', 'owner')),
@@ -100,7 +101,20 @@ pub const MIGRATIONS: &[Migration] = &[Migration {
             PRIMARY KEY (tenant, name)
         );
     "#,
-}];
+    },
+    Migration {
+        version: 2,
+        name: "pace lanes shared by the fleet's hosts",
+        sql: r#"
+        CREATE TABLE pace_lanes (
+            key             text     PRIMARY KEY,
+            sends           bigint[] NOT NULL DEFAULT '{}',
+            leases          bigint[] NOT NULL DEFAULT '{}',
+            paused_until_ms bigint   NOT NULL DEFAULT 0
+        );
+    "#,
+    },
+];
 
 /// The newest schema this host knows.
 pub fn expected_version() -> i32 {
