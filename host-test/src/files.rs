@@ -64,6 +64,8 @@ pub(crate) struct FilesView<'a> {
     pub(crate) results: Option<&'a mut ResultsDir>,
     pub(crate) table: &'a mut ResourceTable,
     pub(crate) policy: &'a Arc<HostPolicy>,
+    /// The tenant's store: a fleet's keeps each published file, so every host can serve it.
+    pub(crate) store: &'a crate::tenant_db::TenantDb,
 }
 
 /// The `result-files` capability, for the linker: its host data is a [`FilesView`].
@@ -106,6 +108,10 @@ impl result_files::Host for FilesView<'_> {
     fn publish(&mut self, partial: String, final_: String) -> Result<(), FileError> {
         let dir = &self.results_dir()?.dir;
         let (from, to) = (path_in(dir, &partial)?, path_in(dir, &final_)?);
+        // Kept for the fleet first: a file another host cannot serve is not published.
+        self.store
+            .keep_result_file(&final_, &from)
+            .map_err(|e| FileError::Io(format!("keeping {final_} for every host: {e}")))?;
         fs::rename(&from, to).map_err(|e| FileError::Io(format!("publishing {final_}: {e}")))?;
         if let Some(unpublished) = self.unpublished() {
             unpublished.forget(&from);

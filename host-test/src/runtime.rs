@@ -158,6 +158,7 @@ impl CallState {
             results: self.results.as_mut(),
             table: &mut self.table,
             policy: &self.policy,
+            store: &self.mappings,
         }
     }
 

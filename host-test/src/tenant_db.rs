@@ -216,6 +216,26 @@ impl TenantDb {
         self.rows.staged_rows(&self.tenant)
     }
 
+    /// Keeps a published result file where every host of the store can read it (a fleet's
+    /// database), for as long as files are served; nothing to do on SQLite.
+    pub fn keep_result_file(&self, name: &str, path: &Path) -> Result<(), StoreError> {
+        let ttl = i64::try_from(crate::mcp::files::RESULT_FILE_TTL.as_millis()).unwrap_or(i64::MAX);
+        self.rows
+            .keep_file(&self.tenant, name, path, now_ms().saturating_add(ttl))
+            .map(drop)
+    }
+
+    /// Brings a result file another host published into `dir` (this host's copy of the
+    /// tenant's results directory); `false` when the store has no such file.
+    pub fn fetch_result_file(&self, name: &str, dir: &Path) -> Result<bool, StoreError> {
+        self.rows.fetch_file(&self.tenant, name, &dir.join(name))
+    }
+
+    /// The result files the store keeps for this tenant (none on SQLite: they are on disk).
+    pub fn result_file_names(&self) -> Result<Vec<String>, StoreError> {
+        self.rows.file_names(&self.tenant)
+    }
+
     /// Whether the store answers.
     pub fn ping(&self) -> Result<(), StoreError> {
         self.rows.ping()

@@ -79,7 +79,16 @@ pub fn list(host: &Host, principal: &Principal) -> Result<Vec<rmcp::model::Resou
                 .collect()
         })
         .unwrap_or_default();
+    // And those other hosts of the fleet published (the store keeps none on SQLite).
+    let store = host
+        .mappings(&principal.tenant_id)
+        .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+    let kept = store
+        .result_file_names()
+        .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+    names.extend(kept.into_iter().filter(|n| n.ends_with(".jsonl")));
     names.sort();
+    names.dedup();
     Ok(names
         .into_iter()
         .map(|name| {
@@ -103,7 +112,19 @@ fn file(host: &Host, principal: &Principal, uri: &str) -> Result<PathBuf, McpErr
             None,
         )
     })?;
-    if !path.is_file() || expired(&path) {
+    if !path.is_file() {
+        // Published through another host of the fleet: brought here from the store.
+        let store = host
+            .mappings(&principal.tenant_id)
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        if !store
+            .fetch_result_file(name, &dir)
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?
+        {
+            return Err(not_found(uri));
+        }
+    }
+    if expired(&path) {
         return Err(not_found(uri));
     }
     Ok(path)

@@ -9,6 +9,7 @@
 //! call. Connections are checked out of a pool per query and reconnect by themselves.
 
 mod events;
+mod files;
 mod pacing;
 pub mod schema;
 
@@ -85,18 +86,24 @@ fn store_runtime() -> Result<&'static tokio::runtime::Runtime, StoreError> {
 fn run<T: Send + 'static>(
     work: impl Future<Output = Result<T, StoreError>> + Send + 'static,
 ) -> Result<T, StoreError> {
+    run_within(QUERY_TIMEOUT, work)
+}
+
+/// As [`run`], at most `limit`.
+fn run_within<T: Send + 'static>(
+    limit: Duration,
+    work: impl Future<Output = Result<T, StoreError>> + Send + 'static,
+) -> Result<T, StoreError> {
     let runtime = store_runtime()?;
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
     runtime.spawn(async move {
-        let answer = tokio::time::timeout(QUERY_TIMEOUT, work)
-            .await
-            .unwrap_or_else(|_| {
-                Err(StoreError::Unavailable(format!(
-                    "the database did not answer within {} s; nothing was changed: try again \
+        let answer = tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
+            Err(StoreError::Unavailable(format!(
+                "the database did not answer within {} s; nothing was changed: try again \
                      shortly",
-                    QUERY_TIMEOUT.as_secs()
-                )))
-            });
+                limit.as_secs()
+            )))
+        });
         let _ = tx.send(answer);
     });
     let wait = move || {
@@ -202,7 +209,8 @@ impl PgStore {
                     schema::state(&client).await.map_err(db_error)?.check()?;
                 }
             }
-            let stale = super::now_ms() - STALE_STAGING_MS;
+            let now = super::now_ms();
+            let stale = now - STALE_STAGING_MS;
             client
                 .execute(
                     "DELETE FROM mapping_stage WHERE staged_at_ms < $1",
@@ -210,6 +218,12 @@ impl PgStore {
                 )
                 .await
                 .map_err(db_error)?;
+            if migrate == Migrate::Apply {
+                client
+                    .execute("DELETE FROM result_files WHERE expires_ms <= $1", &[&now])
+                    .await
+                    .map_err(db_error)?;
+            }
             Ok(())
         })?;
         let store = Arc::new(PgStore {
@@ -296,8 +310,20 @@ impl PgStore {
         F: FnOnce(deadpool_postgres::Object) -> Fut + Send + 'static,
         Fut: Future<Output = Result<T, StoreError>> + Send,
     {
+        self.with_within(QUERY_TIMEOUT, work)
+    }
+
+    /// As [`PgStore::with`], for work allowed `limit` (a large result file).
+    fn with_within<T, F, Fut>(&self, limit: Duration, work: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(deadpool_postgres::Object) -> Fut + Send + 'static,
+        Fut: Future<Output = Result<T, StoreError>> + Send,
+    {
         let pool = self.pool.clone();
-        run(async move { work(pool.get().await.map_err(pool_error)?).await })
+        run_within(limit, async move {
+            work(pool.get().await.map_err(pool_error)?).await
+        })
     }
 }
 
@@ -898,6 +924,29 @@ impl Rows for PgStore {
                 .map_err(db_error)?;
             Ok(row.get(0))
         })
+    }
+
+    fn keep_file(
+        &self,
+        tenant: &str,
+        name: &str,
+        path: &std::path::Path,
+        expires_ms: i64,
+    ) -> Result<bool, StoreError> {
+        self.keep(tenant, name, path, expires_ms).map(|()| true)
+    }
+
+    fn fetch_file(
+        &self,
+        tenant: &str,
+        name: &str,
+        to: &std::path::Path,
+    ) -> Result<bool, StoreError> {
+        self.fetch(tenant, name, to)
+    }
+
+    fn file_names(&self, tenant: &str) -> Result<Vec<String>, StoreError> {
+        self.names(tenant)
     }
 
     fn ping(&self) -> Result<(), StoreError> {

@@ -154,6 +154,34 @@ pub trait Rows: Send + Sync {
     /// How many rows the tenant's open changes have staged.
     fn staged_rows(&self, tenant: &str) -> Result<i64, StoreError>;
 
+    /// Keeps a published result file (JSON Lines, at most the host's file cap) until
+    /// `expires_ms`, for hosts that share no disk; `false` where files stay on this host's disk
+    /// (SQLite: one host).
+    fn keep_file(
+        &self,
+        _tenant: &str,
+        _name: &str,
+        _path: &std::path::Path,
+        _expires_ms: i64,
+    ) -> Result<bool, StoreError> {
+        Ok(false)
+    }
+
+    /// Writes a kept, unexpired file to `to`, replacing it whole; `false` when there is none.
+    fn fetch_file(
+        &self,
+        _tenant: &str,
+        _name: &str,
+        _to: &std::path::Path,
+    ) -> Result<bool, StoreError> {
+        Ok(false)
+    }
+
+    /// The names of the tenant's kept, unexpired files.
+    fn file_names(&self, _tenant: &str) -> Result<Vec<String>, StoreError> {
+        Ok(Vec::new())
+    }
+
     /// A cheap query, for readiness.
     fn ping(&self) -> Result<(), StoreError>;
 }

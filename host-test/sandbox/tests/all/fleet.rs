@@ -70,7 +70,7 @@ pub(crate) fn paced_hosts(
     settings: &[(&str, &str)],
     pacing: Option<PacingLimits>,
 ) -> [Member; 2] {
-    [0, 1].map(|_| {
+    [0, 1].map(|i| {
         let store = PgStore::open(url, Migrate::Apply).unwrap();
         let audit = AuditLog::in_memory();
         let mut host = Host::new(runtime(), backend.clone(), audit.clone());
@@ -84,6 +84,11 @@ pub(crate) fn paced_hosts(
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect();
         spec.mappings = DbLocation::Postgres(store.clone());
+        // Each host's own disk: only the database is shared.
+        spec.results_dir = Some(crate::fixtures::temp_dir(&format!(
+            "fleet-{}-{i}",
+            url.rsplit('/').next().unwrap_or_default()
+        )));
         host.add_tenant(spec, plugin()).unwrap();
         host.follow_store(&store);
         Member { host, audit }
@@ -455,4 +460,63 @@ async fn a_retry_after_seen_by_one_host_holds_the_other() {
         first.duration_since(refused_at)
     );
     let _ = on_a.await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_file_written_through_one_host_is_read_through_the_other() {
+    let Some(url) = fresh_database("files").await else {
+        return;
+    };
+    let sandbox = Arc::new(SandboxCrm::new());
+    let seeded = sandbox
+        .seed_hubspot_contacts("acme", 1_500, "Fleet Files Co")
+        .unwrap();
+    let [a, b] = two_hosts(&url, sandbox, &[]);
+    let export = request(
+        "crma_search_records",
+        json!({"object_type": "contacts", "to_file": true, "properties": ["email"],
+               "filter_groups": [{"filters": [{"property": "company", "operator": "EQ",
+                                               "value": "Fleet Files Co"}]}]}),
+    );
+    let out = output(a.host.call(export).await);
+    assert_eq!(out["record_count"], 1_500, "{out}");
+    let name = out["file_path"]
+        .as_str()
+        .unwrap()
+        .rsplit('/')
+        .next()
+        .unwrap()
+        .to_string();
+
+    let principal = crm_host::mcp::Principal {
+        tenant_id: "acme".into(),
+        user_id: "ana".into(),
+        granted_scopes: vec![],
+        instance_url: None,
+        authority: crm_host::mcp::Authority::Process,
+    };
+    let listed = crm_host::mcp::files::list(&b.host, &principal).unwrap();
+    assert!(listed.iter().any(|r| r.name == name), "host B lists {name}");
+    let mut ids = Vec::new();
+    let mut offset = 0;
+    loop {
+        let page = crm_host::mcp::files::read_tool_call(
+            &b.host,
+            &principal,
+            &json!({"file": name, "offset": offset, "limit": 1000}),
+        )
+        .unwrap();
+        let page = page.structured_content.unwrap();
+        for record in page["records"].as_array().unwrap() {
+            ids.push(record["id"].as_str().unwrap().parse::<u64>().unwrap());
+        }
+        if page["done"] == true {
+            break;
+        }
+        offset = page["next_offset"].as_u64().unwrap();
+    }
+    assert_eq!(
+        ids, seeded,
+        "host B reads every record host A wrote, in order"
+    );
 }

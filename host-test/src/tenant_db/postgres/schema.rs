@@ -114,6 +114,28 @@ pub const MIGRATIONS: &[Migration] = &[
         );
     "#,
     },
+    Migration {
+        version: 3,
+        name: "result files, chunked, with an expiry",
+        sql: r#"
+        CREATE TABLE result_files (
+            tenant     text   NOT NULL,
+            name       text   NOT NULL,
+            bytes      bigint NOT NULL,
+            created_ms bigint NOT NULL,
+            expires_ms bigint NOT NULL,
+            PRIMARY KEY (tenant, name)
+        );
+        CREATE TABLE result_file_chunks (
+            tenant text    NOT NULL,
+            name   text    NOT NULL,
+            seq    integer NOT NULL,
+            data   bytea   NOT NULL,
+            PRIMARY KEY (tenant, name, seq),
+            FOREIGN KEY (tenant, name) REFERENCES result_files ON DELETE CASCADE
+        );
+    "#,
+    },
 ];
 
 /// The newest schema this host knows.
