@@ -238,6 +238,8 @@ pub struct PluginVersion {
     /// A short fingerprint of the component's bytes, written to the audit trail so every call
     /// says which version served it.
     pub label: String,
+    /// The SHA-256 of the component's bytes (hex): how a fleet's store names the version.
+    pub sha256: String,
     /// The version's tool specs and metadata, read once: `list-tools` takes no input, so
     /// they are the same for every tenant and call.
     pub(crate) tools: std::sync::OnceLock<Arc<ToolListing>>,
@@ -367,6 +369,13 @@ impl Runtime {
             pre,
             size: wasm.len(),
             label: fingerprint(wasm),
+            sha256: {
+                use sha2::Digest;
+                sha2::Sha256::digest(wasm)
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect()
+            },
             tools: std::sync::OnceLock::new(),
             policy: Arc::new(policy),
         });

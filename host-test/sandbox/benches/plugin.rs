@@ -251,7 +251,7 @@ mod mcp {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         let gate = Gate {
-            tokens,
+            tokens: tokens.into(),
             allowed_origins: vec![],
             public_url: url::Url::parse(&format!("{base}/mcp")).unwrap(),
         };

@@ -7,6 +7,8 @@
 
 /// The demo's tour, kept apart from the command plumbing.
 mod demo;
+/// `serve`'s tenants, from a file or the fleet's registry; `crm-host tenants`.
+mod registry;
 /// `crm-host serve`: the HTTP server's flags and start-up.
 mod serve;
 /// `--store` and `crm-host store`.
@@ -99,8 +101,9 @@ enum Command {
         #[arg(long, default_value = "127.0.0.1:8765")]
         listen: std::net::SocketAddr,
         /// The tenants file (TOML): tenants, and bearer-token hashes mapped to tenant and user.
+        /// Without it, the tenants registry of the PostgreSQL --store, followed as it changes.
         #[arg(long)]
-        tenants: std::path::PathBuf,
+        tenants: Option<std::path::PathBuf>,
         /// A browser Origin allowed to call the server (repeatable); others get 403.
         #[arg(long)]
         allow_origin: Vec<String>,
@@ -111,6 +114,12 @@ enum Command {
         public_url: Option<Url>,
         #[command(flatten)]
         limits: ServeLimits,
+    },
+    /// The fleet's tenants registry in the PostgreSQL --store: every host serving it applies a
+    /// change within a second.
+    Tenants {
+        #[command(subcommand)]
+        action: TenantsAction,
     },
     /// Apply or check the fleet database's schema (`--store postgres://...`).
     Store {
@@ -128,6 +137,27 @@ enum Command {
         /// Where to write the certificate (PEM) [default: <temp dir>/crm-host-sandbox-<port>.pem].
         #[arg(long)]
         cert_out: Option<std::path::PathBuf>,
+    },
+}
+
+/// What `crm-host tenants` does.
+#[derive(Debug, Subcommand)]
+enum TenantsAction {
+    /// Replace the registry with a tenants file (checked first): tenants, tokens, identity
+    /// providers, policies.
+    Import {
+        #[arg(value_name = "FILE")]
+        tenants_file: std::path::PathBuf,
+    },
+    /// Make a component the one a tenant runs on every host (calls in flight finish on the old
+    /// one; listening clients are told the tool list changed).
+    Swap {
+        /// The tenant's id.
+        #[arg(value_name = "TENANT")]
+        tenant_id: String,
+        /// The component (.wasm); it must load in this host first.
+        #[arg(value_name = "COMPONENT")]
+        wasm: std::path::PathBuf,
     },
 }
 
@@ -210,7 +240,7 @@ pub fn main(built_in: Option<Arc<dyn BuiltInCrm>>) -> ExitCode {
         .build()
         .expect("tokio runtime");
     let command = cli.command.unwrap_or(Command::Demo);
-    let outcome = runtime.block_on(run(cli.options, command, built_in.as_deref()));
+    let outcome = runtime.block_on(run(cli.options, command, built_in));
     // Drops every task (and the audit log clones they hold, which write out their lines), but
     // does not wait on a thread still blocked reading stdin after a stop signal.
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
@@ -226,13 +256,19 @@ pub fn main(built_in: Option<Arc<dyn BuiltInCrm>>) -> ExitCode {
 async fn run(
     options: Options,
     command: Command,
-    built_in: Option<&dyn BuiltInCrm>,
+    built_in_arc: Option<Arc<dyn BuiltInCrm>>,
 ) -> Result<ExitCode, String> {
+    let built_in = built_in_arc.as_deref();
     if let Command::Store { action } = &command {
         print_json(&store::run(&options.store, *action)?);
         return Ok(ExitCode::SUCCESS);
     }
     let stores = store::Store::open(&options.store, &options.data_dir)?;
+    if let Command::Tenants { action } = &command {
+        let (runtime, _) = load_component(&options)?;
+        print_json(&registry::run(&stores, &runtime, action)?);
+        return Ok(ExitCode::SUCCESS);
+    }
     if let Command::Serve {
         listen,
         tenants,
@@ -248,7 +284,7 @@ async fn run(
             public_url: public_url.clone(),
             limits: limits.limits(),
         };
-        return serve_http(&options, &stores, serve, built_in).await;
+        return serve_http(&options, &stores, serve, built_in_arc.clone()).await;
     }
     if let Command::Connection { action, crm } = &command {
         let store = stores.tenant(&options.tenant)?;
@@ -371,6 +407,7 @@ async fn run(
         | Command::Serve { .. }
         | Command::Connection { .. }
         | Command::Store { .. }
+        | Command::Tenants { .. }
         | Command::Sandbox { .. } => {
             unreachable!("handled above")
         }

@@ -1,22 +1,20 @@
 //! `crm-host serve`: its limits as flags, and starting the Streamable HTTP server for every
-//! tenant of a tenants file.
+//! tenant of a tenants file, or of the fleet's registry.
 
+use super::registry::Tenants;
 use super::{
-    BuiltInCrm, NO_BUILT_IN_CRM, Options, audit_log, env_settings, load_component, network_backend,
-    stop_signal, tenant_results_dir,
+    BuiltInCrm, NO_BUILT_IN_CRM, Options, audit_log, load_component, network_backend, stop_signal,
 };
+use crate::Host;
 use crate::backend::Backend;
-use crate::credential::Credential;
-use crate::mcp::admin::{Admin, CredentialSource};
+use crate::mcp::admin::{Admin, Credentials};
 use crate::mcp::http::{self as mcp_http, Gate, MCP_PATH};
-use crate::mcp::tenants::TenantsFile;
+use crate::mcp::tenants::{SharedTokens, TenantsFile};
 use crate::metrics::Metrics;
-use crate::tenant_db::DbLocation;
-use crate::{Host, TenantSpec};
 use clap::Args;
 use serde_json::json;
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use url::Url;
 
 /// What `crm-host serve` bounds, so that no client can stop it for the others.
@@ -72,7 +70,8 @@ impl ServeLimits {
 /// `crm-host serve`'s own arguments.
 pub(super) struct ServeCommand {
     pub(super) listen: std::net::SocketAddr,
-    pub(super) tenants_path: std::path::PathBuf,
+    /// The tenants file; without it, the PostgreSQL store's registry.
+    pub(super) tenants_path: Option<std::path::PathBuf>,
     pub(super) allowed_origins: Vec<String>,
     pub(super) public_url: Option<Url>,
     pub(super) limits: mcp_http::ServerLimits,
@@ -83,7 +82,7 @@ pub(super) async fn serve_http(
     options: &Options,
     stores: &super::store::Store,
     serve: ServeCommand,
-    built_in: Option<&dyn BuiltInCrm>,
+    built_in: Option<Arc<dyn BuiltInCrm>>,
 ) -> Result<ExitCode, String> {
     let ServeCommand {
         listen,
@@ -98,10 +97,29 @@ pub(super) async fn serve_http(
              clients use (e.g. https://crm.example.com/mcp)"
         ));
     }
-    let tenants_path = tenants_path.as_path();
-    let text = std::fs::read_to_string(tenants_path)
-        .map_err(|e| format!("--tenants {}: {e}", tenants_path.display()))?;
-    let file = TenantsFile::parse(&text).map_err(|e| format!("{}: {e}", tenants_path.display()))?;
+    let (version, file) = match (&tenants_path, stores.postgres()) {
+        (Some(path), _) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("--tenants {}: {e}", path.display()))?;
+            (
+                0,
+                TenantsFile::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?,
+            )
+        }
+        (None, Some(fleet)) => {
+            let (version, text) = fleet.registry().map_err(|e| e.to_string())?.ok_or(
+                "the store has no tenants registry yet: run `crm-host tenants import FILE` \
+                 with the same --store, or give --tenants",
+            )?;
+            let file = TenantsFile::parse(&text).map_err(|e| format!("the registry: {e}"))?;
+            (version, file)
+        }
+        (None, None) => {
+            return Err("give --tenants FILE (or a PostgreSQL --store whose \
+                                    registry names the tenants)"
+                .into());
+        }
+    };
     let (runtime, plugin) = load_component(options)?;
     let on_broker = file
         .tenants
@@ -109,7 +127,7 @@ pub(super) async fn serve_http(
         .filter(|t| t.proxy_base.is_some())
         .count();
     let backend: Arc<dyn Backend> = match on_broker {
-        0 => built_in.ok_or(NO_BUILT_IN_CRM)?.backend(),
+        0 => built_in.as_deref().ok_or(NO_BUILT_IN_CRM)?.backend(),
         n if n == file.tenants.len() => Arc::new(network_backend(options, &runtime)?),
         _ => return Err("serve either sandbox tenants or broker tenants, not both".into()),
     };
@@ -121,67 +139,25 @@ pub(super) async fn serve_http(
         host = host.with_pacer(pacer);
     }
     let host = Arc::new(host);
-    let mut credentials = std::collections::HashMap::new();
-    for tenant in &file.tenants {
-        let source = match &tenant.credential_env {
-            Some(var) if tenant.proxy_base.is_some() => CredentialSource::Env(var.clone()),
-            _ => CredentialSource::Fixed(
-                built_in
-                    .ok_or(NO_BUILT_IN_CRM)?
-                    .tenant_spec(&tenant.id)
-                    .credential,
-            ),
-        };
-        credentials.insert(tenant.id.clone(), source);
-        let mut spec = match &tenant.proxy_base {
-            None if built_in.is_some_and(|b| b.tenants().contains(&tenant.id)) => {
-                built_in.ok_or(NO_BUILT_IN_CRM)?.tenant_spec(&tenant.id)
-            }
-            None => {
-                return Err(format!(
-                    "{:?} is not a sandbox tenant; give it a proxy_base",
-                    tenant.id
-                ));
-            }
-            Some(proxy_base) => {
-                let var = tenant.credential_env.as_deref().ok_or_else(|| {
-                    format!("tenant {:?} needs credential_env for its broker", tenant.id)
-                })?;
-                let credential = std::env::var(var)
-                    .map_err(|_| format!("tenant {:?}: {var} is not set", tenant.id))?;
-                TenantSpec {
-                    tenant_id: tenant.id.clone(),
-                    proxy_base: proxy_base.clone(),
-                    credential: Credential::new(credential),
-                    settings: Vec::new(),
-                    results_dir: None,
-                    mappings: DbLocation::Memory,
-                }
-            }
-        };
-        spec.settings.extend(env_settings());
-        // The tenant's own policy table wins over the process-wide environment.
-        spec.settings.extend(tenant.policy.settings());
-        spec.results_dir = Some(match &options.results_dir {
-            Some(root) => root.join(&tenant.id),
-            None => tenant_results_dir(&options.data_dir, &tenant.id)?,
-        });
-        spec.mappings = stores.location(&tenant.id)?;
-        host.add_tenant(spec, plugin.clone())
-            .map_err(|e| e.to_string())?;
-    }
+    let tenants = Arc::new(Tenants {
+        options: options.clone(),
+        store: stores.clone(),
+        built_in: built_in.clone(),
+        host: host.clone(),
+        plugin,
+        jwks_backend,
+        tokens: SharedTokens::default(),
+        credentials: Credentials::default(),
+        applied: Mutex::default(),
+    });
+    tenants.apply(version, &file)?;
     if let Some(fleet) = stores.postgres() {
         host.follow_store(fleet);
+        // A file given with --tenants is this host's alone; the registry is the fleet's.
+        if tenants_path.is_none() {
+            tenants.clone().follow(fleet.clone());
+        }
     }
-    let instance_url = |t: &crate::mcp::tenants::TenantEntry| {
-        t.instance_url.clone().or_else(|| {
-            t.proxy_base
-                .is_none()
-                .then(|| built_in.map(|b| b.instance_url(&t.id)))
-                .flatten()
-        })
-    };
-    let tokens = file.tokens_with_jwks(&options.scopes, instance_url, Some(jwks_backend))?;
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| format!("--listen {listen}: {e}"))?;
@@ -197,13 +173,13 @@ pub(super) async fn serve_http(
         json!({"listening": local_url, "public_url": public_url.as_str()})
     );
     let gate = Gate {
-        tokens,
+        tokens: tenants.tokens.clone(),
         allowed_origins,
         public_url,
     };
     let admin = file.admin.as_ref().map(|a| Admin {
         token_sha256: a.sha256.clone(),
-        credentials,
+        credentials: tenants.credentials.clone(),
     });
     let stop = tokio_util::sync::CancellationToken::new();
     let serve_options = mcp_http::ServeOptions {

@@ -45,6 +45,7 @@ pub(super) enum StoreAction {
 }
 
 /// The store this process uses for every tenant.
+#[derive(Clone)]
 pub(super) enum Store {
     /// One SQLite file per tenant, `<dir>/<tenant>/mappings.sqlite`.
     Sqlite(PathBuf),

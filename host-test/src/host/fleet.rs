@@ -4,7 +4,9 @@
 //! CRM's credential is dropped at once (so the next call is refused with nothing sent and a
 //! running sync writes nothing), exactly as if the operator had asked this host. When this
 //! host's listener (re)connects it may have missed events, so it reads every tenant's
-//! disconnects again.
+//! disconnects again. A component swapped for a tenant through any host is loaded here and
+//! swapped in the same way (calls in flight finish on the old one; listening MCP clients are
+//! told the tool list changed).
 
 use super::{Host, TenantEntry};
 use crate::egress::Crm;
@@ -14,12 +16,35 @@ use std::sync::Arc;
 use tokio::sync::broadcast::error::RecvError;
 
 impl Host {
+    /// Stops serving a tenant (gone from the registry): new calls are refused as for an unknown
+    /// tenant; calls running finish. Its store is kept.
+    pub fn remove_tenant(&self, tenant_id: &str) -> bool {
+        self.tenants
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(tenant_id)
+            .is_some()
+    }
+
+    /// The component a tenant runs now.
+    pub fn plugin_of(&self, tenant_id: &str) -> Option<Arc<crate::PluginVersion>> {
+        self.tenant(tenant_id)
+            .ok()
+            .map(|entry| entry.plugin.clone())
+    }
+
     /// Applies the fleet's events to this host's tenants until the host is dropped. Call once,
     /// from the runtime that serves the host.
-    pub fn follow_store(self: &Arc<Self>, store: &PgStore) -> tokio::task::JoinHandle<()> {
+    pub fn follow_store(self: &Arc<Self>, store: &Arc<PgStore>) -> tokio::task::JoinHandle<()> {
         let mut events = store.events();
         let host = Arc::downgrade(self);
+        let store = store.clone();
         tokio::spawn(async move {
+            // Components swapped before this host started.
+            if let Some(started) = host.upgrade() {
+                let store = store.clone();
+                let _ = tokio::task::spawn_blocking(move || started.adopt_components(&store)).await;
+            }
             loop {
                 let event = match events.recv().await {
                     Ok(event) => event,
@@ -28,15 +53,54 @@ impl Host {
                     Err(RecvError::Closed) => return,
                 };
                 let Some(host) = host.upgrade() else { return };
+                let store = store.clone();
                 // Reading the store blocks; keep it off the async workers.
-                let _ = tokio::task::spawn_blocking(move || host.apply(&event)).await;
+                let _ = tokio::task::spawn_blocking(move || host.apply(&event, &store)).await;
             }
         })
     }
 
+    /// Swaps in, for each tenant here, the component the store says it runs (when it differs).
+    pub fn adopt_components(&self, store: &PgStore) {
+        let tenants: Vec<String> = self
+            .tenants
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .keys()
+            .cloned()
+            .collect();
+        for tenant in tenants {
+            if let Ok(Some(sha256)) = store.tenant_component(&tenant) {
+                self.adopt_component(store, &tenant, &sha256);
+            }
+        }
+    }
+
+    /// Loads the kept component `sha256` and swaps it in for `tenant`, unless it runs already.
+    fn adopt_component(&self, store: &PgStore, tenant: &str, sha256: &str) {
+        let Ok(entry) = self.tenant(tenant) else {
+            return;
+        };
+        if entry.plugin.sha256 == sha256 {
+            return;
+        }
+        match store.component(sha256) {
+            Ok(Some(wasm)) => {
+                if let Err(e) = self.swap(tenant, &wasm) {
+                    tracing::warn!("tenant {tenant}: the swapped component {sha256}: {e}");
+                }
+            }
+            Ok(None) => tracing::warn!("tenant {tenant}: component {sha256} is not in the store"),
+            Err(e) => tracing::warn!("tenant {tenant}: reading component {sha256}: {e}"),
+        }
+    }
+
     /// One event, applied to the tenants this host serves (others are not ours to know).
-    fn apply(&self, event: &StoreEvent) {
+    fn apply(&self, event: &StoreEvent, store: &PgStore) {
         match event {
+            StoreEvent::Swap { tenant, sha256 } => self.adopt_component(store, tenant, sha256),
+            // The tenants themselves are the server's to reload (`crm-host serve`).
+            StoreEvent::Registry { .. } => {}
             StoreEvent::Connection {
                 tenant,
                 crm,
@@ -56,6 +120,7 @@ impl Host {
                     .values()
                     .cloned()
                     .collect();
+                self.adopt_components(store);
                 for entry in entries {
                     // A store that does not answer now keeps the state as it was; the next
                     // (re)connection of the listener reads it again.

@@ -14,6 +14,7 @@ use ::http::{Method, Request, StatusCode, header};
 use std::collections::HashMap;
 
 /// Where a tenant's broker credential comes from when an operator reconnects it.
+#[derive(Clone)]
 pub enum CredentialSource {
     /// An environment variable, read again at reconnect time (so a rotated value is used).
     Env(String),
@@ -32,10 +33,38 @@ impl CredentialSource {
     }
 }
 
+/// Each tenant's credential source, replaced whole when the tenants registry changes.
+#[derive(Clone, Default)]
+pub struct Credentials(std::sync::Arc<std::sync::RwLock<HashMap<String, CredentialSource>>>);
+
+impl FromIterator<(String, CredentialSource)> for Credentials {
+    fn from_iter<I: IntoIterator<Item = (String, CredentialSource)>>(iter: I) -> Self {
+        Credentials(std::sync::Arc::new(std::sync::RwLock::new(
+            iter.into_iter().collect(),
+        )))
+    }
+}
+
+impl Credentials {
+    /// The tenant's broker credential now, or why there is none.
+    fn credential(&self, tenant: &str) -> Option<Result<Credential, String>> {
+        self.0
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(tenant)
+            .map(CredentialSource::credential)
+    }
+
+    /// Puts `sources` in the place of the current ones.
+    pub fn replace(&self, sources: HashMap<String, CredentialSource>) {
+        *self.0.write().unwrap_or_else(|e| e.into_inner()) = sources;
+    }
+}
+
 /// The operator's access: their token's hash, and each tenant's credential source.
 pub struct Admin {
     pub token_sha256: String,
-    pub credentials: HashMap<String, CredentialSource>,
+    pub credentials: Credentials,
 }
 
 /// An admin answer: a status and a JSON body.
@@ -87,11 +116,7 @@ impl Admin {
             "disconnect" => host
                 .disconnect(tenant, integration)
                 .map_err(|e| e.to_string()),
-            "connect" => match self
-                .credentials
-                .get(*tenant)
-                .map(CredentialSource::credential)
-            {
+            "connect" => match self.credentials.credential(tenant) {
                 Some(Ok(credential)) => host
                     .reconnect(tenant, integration, credential)
                     .map_err(|e| e.to_string()),

@@ -102,7 +102,7 @@ fn user_claim() -> String {
 }
 
 /// One tenant the server runs.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TenantEntry {
     pub id: String,
@@ -119,7 +119,7 @@ pub struct TenantEntry {
 
 /// A tenant's `[tenants.policy]` table: each key is one `CRM_POLICY_*` setting (host-test/README.md,
 /// "Governed writes"). The model can change none of it.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyEntry {
     pub read_only: Option<bool>,
@@ -364,6 +364,30 @@ fn provider(
         .clone()
         .unwrap_or_else(|| default_scopes.to_vec());
     Ok((provider, scopes))
+}
+
+/// The token table a server checks requests against, replaced whole when the tenants registry
+/// changes (a revoked token fails its very next request; a request being checked keeps the
+/// table it started with).
+#[derive(Clone, Default)]
+pub struct SharedTokens(Arc<std::sync::RwLock<Arc<TokenTable>>>);
+
+impl From<TokenTable> for SharedTokens {
+    fn from(table: TokenTable) -> Self {
+        SharedTokens(Arc::new(std::sync::RwLock::new(Arc::new(table))))
+    }
+}
+
+impl SharedTokens {
+    /// The table now.
+    pub fn current(&self) -> Arc<TokenTable> {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Puts `table` in the place of the current one.
+    pub fn replace(&self, table: TokenTable) {
+        *self.0.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(table);
+    }
 }
 
 impl TokenTable {

@@ -11,6 +11,7 @@
 mod events;
 mod files;
 mod pacing;
+mod registry;
 pub mod schema;
 
 pub use events::StoreEvent;

@@ -140,7 +140,7 @@ async fn serve_in_process(host: Arc<crm_host::Host>, file: &str) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let gate = Gate {
-        tokens,
+        tokens: tokens.into(),
         allowed_origins: Vec::new(),
         public_url: url::Url::parse(&url).unwrap(),
     };

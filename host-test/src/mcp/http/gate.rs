@@ -5,7 +5,7 @@
 
 use super::{Body, METADATA_PATH, json_response, plain};
 use crate::mcp::Principal;
-use crate::mcp::tenants::{TokenTable, bearer};
+use crate::mcp::tenants::{SharedTokens, bearer};
 use crate::metrics::Refused;
 use ::http::{Request, Response, StatusCode, header};
 use std::net::SocketAddr;
@@ -13,8 +13,8 @@ use url::Url;
 
 /// What the server checks each request against.
 pub struct Gate {
-    /// Who each bearer token acts for.
-    pub tokens: TokenTable,
+    /// Who each bearer token acts for (replaced when the tenants registry changes).
+    pub tokens: SharedTokens,
     /// Origins browsers may call from; requests without an Origin (non-browser clients) pass.
     pub allowed_origins: Vec<String>,
     /// The MCP endpoint as clients reach it (`--public-url`, else `http://<listen>/mcp`): the
@@ -109,7 +109,7 @@ impl Gate {
             "bearer_methods_supported": ["header"],
             "resource_name": "crm-plugin MCP server",
         });
-        let issuers = self.tokens.issuers();
+        let issuers = self.tokens.current().issuers();
         if !issuers.is_empty() {
             body["authorization_servers"] = issuers.into();
         }
@@ -153,7 +153,8 @@ impl Gate {
         let Some(token) = value.to_str().ok().and_then(bearer) else {
             return Err(Refusal::BadToken);
         };
-        self.tokens.principal(token).await.ok_or(Refusal::BadToken)
+        let tokens = self.tokens.current();
+        tokens.principal(token).await.ok_or(Refusal::BadToken)
     }
 
     /// The answer to a refused request.
@@ -181,7 +182,7 @@ mod tests {
 
     fn gate(url: &str) -> Gate {
         Gate {
-            tokens: TokenTable::default(),
+            tokens: crate::mcp::tenants::TokenTable::default().into(),
             allowed_origins: Vec::new(),
             public_url: Url::parse(url).unwrap(),
         }

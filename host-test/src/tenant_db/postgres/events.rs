@@ -27,6 +27,11 @@ pub enum StoreEvent {
         crm: String,
         connected: bool,
     },
+    /// The tenants registry was replaced (`crm-host tenants import`): tenants, tokens, identity
+    /// providers, policies.
+    Registry { version: i64 },
+    /// A tenant's component was swapped (`crm-host tenants swap`).
+    Swap { tenant: String, sha256: String },
     /// This host's listener (re)connected: events may have been missed, read the state again.
     Resync,
 }

@@ -136,6 +136,28 @@ pub const MIGRATIONS: &[Migration] = &[
         );
     "#,
     },
+    Migration {
+        version: 4,
+        name: "the tenants registry and the component each tenant runs",
+        sql: r#"
+        CREATE TABLE registry (
+            name       text   PRIMARY KEY,
+            document   text   NOT NULL,
+            version    bigint NOT NULL,
+            updated_ms bigint NOT NULL
+        );
+        CREATE TABLE components (
+            sha256   text   PRIMARY KEY,
+            wasm     bytea  NOT NULL,
+            added_ms bigint NOT NULL
+        );
+        CREATE TABLE tenant_components (
+            tenant     text   PRIMARY KEY,
+            sha256     text   NOT NULL REFERENCES components,
+            swapped_ms bigint NOT NULL
+        );
+    "#,
+    },
 ];
 
 /// The newest schema this host knows.
