@@ -12,6 +12,7 @@ mod egress;
 mod export;
 mod fixtures;
 mod fleet;
+mod fleet_faults;
 mod fleet_serve;
 mod governance;
 mod http_server;
