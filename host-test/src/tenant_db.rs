@@ -19,6 +19,7 @@ pub mod journal;
 pub mod postgres;
 pub mod rows;
 mod sqlite;
+pub mod transfer;
 #[cfg(test)]
 pub(crate) mod testing;
 

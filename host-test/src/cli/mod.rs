@@ -260,7 +260,12 @@ async fn run(
 ) -> Result<ExitCode, String> {
     let built_in = built_in_arc.as_deref();
     if let Command::Store { action } = &command {
-        print_json(&store::run(&options.store, *action)?);
+        print_json(&store::run(
+            &options.store,
+            &options.data_dir,
+            &options.tenant,
+            *action,
+        )?);
         return Ok(ExitCode::SUCCESS);
     }
     let stores = store::Store::open(&options.store, &options.data_dir)?;

@@ -42,6 +42,9 @@ pub(super) enum StoreAction {
     /// Report the schema's version against this host's, changing nothing; exit 1 if they
     /// differ or the database does not answer.
     Check,
+    /// Move --tenant's SQLite store (under --data-dir) into the PostgreSQL --store: mappings,
+    /// created ids, change journal, disconnects.
+    ImportSqlite,
 }
 
 /// The store this process uses for every tenant.
@@ -116,16 +119,33 @@ impl Store {
     }
 }
 
-/// `crm-host store migrate|check`: prints one JSON line with the schema's state.
-pub(super) fn run(store: &str, action: StoreAction) -> Result<serde_json::Value, String> {
+/// `crm-host store migrate|check|import-sqlite`: prints one JSON line with what it found or
+/// did.
+pub(super) fn run(
+    store: &str,
+    data_dir: &Path,
+    tenant: &str,
+    action: StoreAction,
+) -> Result<serde_json::Value, String> {
+    if let StoreAction::ImportSqlite = action {
+        if !is_postgres(store) {
+            return Err("import-sqlite moves a tenant into a PostgreSQL --store".into());
+        }
+        let to = PgStore::open(store, Migrate::Apply).map_err(|e| e.to_string())?;
+        let file = tenant_file(data_dir, tenant)?;
+        let moved = crate::tenant_db::transfer::sqlite_to_postgres(tenant, &file, &to)
+            .map_err(|e| e.to_string())?;
+        return Ok(json!({"tenant": tenant, "from": file.display().to_string(),
+                         "store": to.url(), "moved": moved}));
+    }
     if !is_postgres(store) {
         // SQLite files are made and brought up to date when a tenant's store is opened.
         return Ok(json!({"store": "sqlite", "ok": true,
             "note": "SQLite stores are migrated when opened; nothing to do"}));
     }
     let migrate = match action {
-        StoreAction::Migrate => Migrate::Apply,
         StoreAction::Check => Migrate::Check,
+        StoreAction::Migrate | StoreAction::ImportSqlite => Migrate::Apply,
     };
     let opened = PgStore::open(store, migrate).map_err(|e| e.to_string())?;
     let schema::SchemaState { applied, expected } =

@@ -152,6 +152,45 @@ impl SqliteRows {
     }
 }
 
+impl SqliteRows {
+    /// Up to `limit` of the tenant's journal rows after sequence number `after`, oldest first,
+    /// with their sequence numbers (for moving a tenant to another store).
+    pub(crate) fn changes_after(
+        &self,
+        tenant: &str,
+        after: i64,
+        limit: u32,
+    ) -> Result<Vec<(i64, JournalRow)>, StoreError> {
+        let conn = self.conn();
+        let mut statement = conn.prepare_cached(&format!(
+            "SELECT seq, {COLUMNS} FROM changes WHERE tenant = ?1 AND seq > ?2
+             ORDER BY seq LIMIT ?3"
+        ))?;
+        let rows = statement.query_map(params![tenant, after, limit], |r| {
+            let seq: i64 = r.get(0)?;
+            Ok((
+                seq,
+                JournalRow {
+                    id: r.get(1)?,
+                    at_ms: r.get(2)?,
+                    user_id: r.get(3)?,
+                    tool: r.get(4)?,
+                    call_id: r.get(5)?,
+                    status: Status::from_name(&r.get::<_, String>(6)?),
+                    crm: r.get(7)?,
+                    kind: Kind::from_name(&r.get::<_, String>(8)?),
+                    object: r.get(9)?,
+                    record_id: r.get(10)?,
+                    old_values: r.get(11)?,
+                    new_values: r.get(12)?,
+                    reverts: r.get(13)?,
+                },
+            ))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+}
+
 /// A journal made before writes could be declined checks its status against the four older
 /// values; SQLite cannot change a CHECK in place, so the table is rebuilt with every row, in
 /// one transaction.
