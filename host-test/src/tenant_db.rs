@@ -19,9 +19,9 @@ pub mod journal;
 pub mod postgres;
 pub mod rows;
 mod sqlite;
-pub mod transfer;
 #[cfg(test)]
 pub(crate) mod testing;
+pub mod transfer;
 
 pub use change::MappingChange;
 pub use error::StoreError;

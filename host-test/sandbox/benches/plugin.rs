@@ -17,6 +17,8 @@ mod aggregate;
 // In a folder, not benches/network.rs, so cargo does not take it for a bench target of its own.
 #[path = "export.rs"]
 mod export;
+#[path = "fleet.rs"]
+mod fleet;
 #[path = "mapping.rs"]
 mod mapping;
 mod network;
@@ -36,6 +38,8 @@ fn main() {
     let network_only = std::env::args().any(|a| a == "network");
     // `aggregate`: only the HubSpot aggregate's memory at 2,000 and 25,000 deals.
     let aggregate_only = std::env::args().any(|a| a == "aggregate");
+    // `fleet`: only the PostgreSQL store's figures (needs CRM_TEST_POSTGRES).
+    let fleet_only = std::env::args().any(|a| a == "fleet");
     // CRM_BENCH_COMPONENT swaps in another build, e.g. one that keeps function names for a
     // profile (`CARGO_PROFILE_RELEASE_STRIP=none`).
     let component = std::env::var("CRM_BENCH_COMPONENT")
@@ -47,7 +51,13 @@ fn main() {
         wasm.len() as f64 / 1024.0
     );
 
-    if !memory_only && !percall_only && !mapping_only && !network_only && !aggregate_only {
+    if !memory_only
+        && !percall_only
+        && !mapping_only
+        && !network_only
+        && !aggregate_only
+        && !fleet_only
+    {
         let mut compile = Vec::new();
         for _ in 0..5 {
             let runtime = Runtime::new(HostLimits::default()).unwrap();
@@ -71,6 +81,10 @@ fn main() {
     tokio.block_on(async {
         if network_only {
             network::figures(&wasm).await;
+            return;
+        }
+        if fleet_only {
+            fleet::figures(&wasm).await;
             return;
         }
         let runtime = Arc::new(Runtime::new(HostLimits::default()).unwrap());
@@ -126,6 +140,7 @@ fn main() {
         per_call(&host).await;
         mcp::figures(host.clone()).await;
         network::figures(&wasm).await;
+        fleet::figures(&wasm).await;
     });
 }
 

@@ -28,9 +28,7 @@ pub fn sqlite_to_postgres(tenant: &str, file: &Path, to: &PgStore) -> Result<Mov
         )));
     }
     let from = SqliteRows::open(&DbLocation::File(file.to_path_buf()))?;
-    let already = !to
-        .list_changes(tenant, &Default::default(), 1)?
-        .is_empty()
+    let already = !to.list_changes(tenant, &Default::default(), 1)?.is_empty()
         || !to.created_records(tenant)?.is_empty();
     if already {
         return Err(StoreError::Invalid(format!(
@@ -114,7 +112,8 @@ mod tests {
             reverts: None,
         };
         let first = old.journal_change(&who, &change).unwrap();
-        old.settle_change(&who, &first, Status::Applied, None).unwrap();
+        old.settle_change(&who, &first, Status::Applied, None)
+            .unwrap();
         let second = old.journal_change(&who, &change).unwrap();
         old.set_disconnected("crm-b", true).unwrap();
 
@@ -127,13 +126,19 @@ mod tests {
         for kind in ["user", "owner"] {
             assert_eq!(new.list(kind).unwrap(), old.list(kind).unwrap(), "{kind}");
         }
-        assert_eq!(new.created_records().unwrap(), old.created_records().unwrap());
+        assert_eq!(
+            new.created_records().unwrap(),
+            old.created_records().unwrap()
+        );
         assert_eq!(
             new.list_changes(None, None, None, 10).unwrap(),
             old.list_changes(None, None, None, 10).unwrap(),
             "the journal, newest first, ids and statuses kept"
         );
-        assert_eq!(new.change(&second).unwrap().unwrap().status, Status::Pending);
+        assert_eq!(
+            new.change(&second).unwrap().unwrap().status,
+            Status::Pending
+        );
         assert_eq!(new.disconnected().unwrap(), ["crm-b"]);
         let again = sqlite_to_postgres(&tenant, &file, &pg).unwrap_err();
         assert!(matches!(again, StoreError::Invalid(_)), "{again}");
