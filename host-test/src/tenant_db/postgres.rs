@@ -205,6 +205,8 @@ impl PgStore {
             match migrate {
                 Migrate::Apply => {
                     schema::migrate(&mut client).await.map_err(db_error)?;
+                    // A database a newer host migrated is not this host's to use.
+                    schema::state(&client).await.map_err(db_error)?.check()?;
                 }
                 Migrate::Check => {
                     schema::state(&client).await.map_err(db_error)?.check()?;
