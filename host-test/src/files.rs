@@ -12,6 +12,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use wasmtime::component::{HasData, Resource, ResourceTable};
 
+/// How long a result file is served after it was written; an older one is deleted when next
+/// listed or asked for. A day covers a conversation, and a file never outlives its use by much.
+pub const RESULT_FILE_TTL: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
+
 /// Longest file name a component may use.
 const MAX_NAME_LEN: usize = 128;
 
@@ -110,7 +114,7 @@ impl result_files::Host for FilesView<'_> {
         let (from, to) = (path_in(dir, &partial)?, path_in(dir, &final_)?);
         // Kept for the fleet first: a file another host cannot serve is not published.
         self.store
-            .keep_result_file(&final_, &from)
+            .keep_result_file(&final_, &from, RESULT_FILE_TTL)
             .map_err(|e| FileError::Io(format!("keeping {final_} for every host: {e}")))?;
         fs::rename(&from, to).map_err(|e| FileError::Io(format!("publishing {final_}: {e}")))?;
         if let Some(unpublished) = self.unpublished() {

@@ -218,9 +218,14 @@ impl TenantDb {
     }
 
     /// Keeps a published result file where every host of the store can read it (a fleet's
-    /// database), for as long as files are served; nothing to do on SQLite.
-    pub fn keep_result_file(&self, name: &str, path: &Path) -> Result<(), StoreError> {
-        let ttl = i64::try_from(crate::mcp::files::RESULT_FILE_TTL.as_millis()).unwrap_or(i64::MAX);
+    /// database) for `ttl`, as long as files are served; nothing to do on SQLite.
+    pub fn keep_result_file(
+        &self,
+        name: &str,
+        path: &Path,
+        ttl: std::time::Duration,
+    ) -> Result<(), StoreError> {
+        let ttl = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
         self.rows
             .keep_file(&self.tenant, name, path, now_ms().saturating_add(ttl))
             .map(drop)

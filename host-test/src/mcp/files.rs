@@ -26,9 +26,7 @@ pub const MAX_RESOURCE_BYTES: u64 = 8 << 20;
 /// Most records one page of [`READ_TOOL`] returns.
 const MAX_PAGE: usize = 1000;
 
-/// How long a result file is served after it was written; an older one is deleted when next
-/// listed or asked for. A day covers a conversation, and a file never outlives its use by much.
-pub const RESULT_FILE_TTL: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
+pub use crate::files::RESULT_FILE_TTL;
 
 /// Whether a file was written longer ago than [`RESULT_FILE_TTL`]; expired ones are deleted.
 fn expired(path: &std::path::Path) -> bool {

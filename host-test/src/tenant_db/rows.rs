@@ -1,15 +1,96 @@
 //! The store's interface: the rows a tenant's database keeps, read and written by tenant, with
 //! nothing else. [`super::TenantDb`] checks every value and keeps the rules (what a token binds,
 //! who may settle a change); an implementation only stores rows, atomically where a method says
-//! so. Two implement it: [`super::sqlite`] (one file per tenant, the embedded default) and
-//! [`super::postgres`] (one database for a fleet of hosts).
+//! so. Two implement it: SQLite (`sqlite.rs`: one file per tenant, the embedded default) and
+//! PostgreSQL (`postgres.rs`: one database for a fleet of hosts).
 //!
 //! Every method names its tenant, and every row an implementation keeps carries it, so one
 //! database can hold many tenants and no query can reach across them.
 
 use super::StoreError;
-use super::journal::{JournalRow, Status};
 use super::{CreatedRow, StoredMapping};
+
+/// What a change does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Create,
+    Update,
+    Merge,
+    Association,
+}
+
+impl Kind {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Kind::Create => "create",
+            Kind::Update => "update",
+            Kind::Merge => "merge",
+            Kind::Association => "association",
+        }
+    }
+
+    /// The kind a journal row or a preview's `action` names.
+    pub fn from_name(name: &str) -> Kind {
+        match name {
+            "create" => Kind::Create,
+            "update" => Kind::Update,
+            "merge" => Kind::Merge,
+            _ => Kind::Association,
+        }
+    }
+}
+
+/// What became of a change's write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Status {
+    Pending,
+    Applied,
+    Failed,
+    Unknown,
+    /// The person declined it when asked: nothing was sent.
+    Declined,
+}
+
+impl Status {
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Status::Pending => "pending",
+            Status::Applied => "applied",
+            Status::Failed => "failed",
+            Status::Unknown => "unknown",
+            Status::Declined => "declined",
+        }
+    }
+
+    pub(crate) fn from_name(name: &str) -> Status {
+        match name {
+            "applied" => Status::Applied,
+            "failed" => Status::Failed,
+            "unknown" => Status::Unknown,
+            "declined" => Status::Declined,
+            _ => Status::Pending,
+        }
+    }
+}
+
+/// One journalled change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JournalRow {
+    pub id: String,
+    pub at_ms: i64,
+    pub user_id: String,
+    pub tool: String,
+    pub call_id: String,
+    pub status: Status,
+    pub crm: String,
+    pub kind: Kind,
+    pub object: String,
+    pub record_id: Option<String>,
+    /// JSON objects.
+    pub old_values: String,
+    pub new_values: String,
+    pub reverts: Option<String>,
+}
 
 /// Which of a change's two staging areas a batch goes to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

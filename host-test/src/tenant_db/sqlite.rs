@@ -2,8 +2,7 @@
 //! mode so readers never wait for the writer. A change's staging lives in the connection's
 //! temporary tables, seen by no other connection.
 
-use super::journal::{JournalRow, Kind, Status};
-use super::rows::{ChangeFilter, Confirmation, Rows, Staged, StatusMove};
+use super::rows::{ChangeFilter, Confirmation, JournalRow, Kind, Rows, Staged, Status, StatusMove};
 use super::{CreatedRow, DbLocation, StoreError, StoredMapping};
 use rusqlite::{Connection, OptionalExtension, params};
 use std::sync::Mutex;
