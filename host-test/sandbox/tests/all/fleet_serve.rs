@@ -1,10 +1,11 @@
 //! Two `crm-sandbox serve` processes on one PostgreSQL registry (issue 23): tenants, tokens and
 //! components come from the database, and a change made through either host (or the command
-//! line) reaches both without a restart. Each process has its own sandbox CRM, disk and memory.
+//! line) reaches both without a restart. Both reach one CRM, the sandbox served as an HTTPS
+//! broker by a third process; each host has its own disk and memory.
 //!
 //! Needs `CRM_TEST_POSTGRES`; without it the test prints one line and does nothing.
 
-use crate::fixtures::{relabelled_plugin, temp_dir, two_tenants_file};
+use crate::fixtures::{relabelled_plugin, temp_dir};
 use crate::fleet::fresh_database;
 use crm_host::mcp::tenants::token_hash;
 use rmcp::model::CallToolRequestParams;
@@ -43,14 +44,83 @@ struct Serving {
     url: String,
 }
 
-impl Serving {
-    fn start(store: &str, dir: &Path, name: &str) -> Self {
+/// The sandbox CRM as an HTTPS broker: its URL, certificate and each tenant's credential.
+struct Broker {
+    _child: Serving,
+    url: String,
+    cert: PathBuf,
+    credentials: Value,
+}
+
+impl Broker {
+    fn start(dir: &Path) -> Self {
+        let cert = dir.join("broker.pem");
         let mut child = std::process::Command::new(BINARY)
             .env("XDG_CACHE_HOME", dir.join("cache"))
+            .args(["sandbox", "--listen", "127.0.0.1:0", "--cert-out"])
+            .arg(&cert)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let said: Value = serde_json::from_str(&line).unwrap();
+        Broker {
+            url: said["listening"].as_str().unwrap().to_string(),
+            credentials: said["credentials"].clone(),
+            cert,
+            _child: Serving {
+                child,
+                url: String::new(),
+            },
+        }
+    }
+
+    /// A tenants file: each tenant on this broker, the tokens given, acme's writes confirmed.
+    fn tenants_file(&self, tenants: &[&str], tokens: &[(&str, &str, &str)]) -> String {
+        let mut text = String::new();
+        for tenant in tenants {
+            text += &format!(
+                "[[tenants]]\nid = \"{tenant}\"\nproxy_base = \"{}\"\n\
+                 credential_env = \"{}_CREDENTIAL\"\ninstance_url = \"{}\"\n",
+                self.url,
+                tenant.to_uppercase(),
+                crm_sandbox::SandboxCrm::instance_url(tenant)
+            );
+            if *tenant == "acme" {
+                text += "[tenants.policy]\nconfirm_writes = true\n";
+            }
+        }
+        for (token, tenant, user) in tokens {
+            text += &format!(
+                "[[tokens]]\nsha256 = \"{}\"\ntenant = \"{tenant}\"\nuser = \"{user}\"\n",
+                token_hash(token)
+            );
+        }
+        text + &format!("[admin]\nsha256 = \"{}\"\n", token_hash("operator-token"))
+    }
+}
+
+impl Serving {
+    fn start(store: &str, dir: &Path, name: &str, broker: &Broker) -> Self {
+        let mut child = std::process::Command::new(BINARY)
+            .env("XDG_CACHE_HOME", dir.join("cache"))
+            .env(
+                "ACME_CREDENTIAL",
+                broker.credentials["acme"].as_str().unwrap(),
+            )
+            .env(
+                "GLOBEX_CREDENTIAL",
+                broker.credentials["globex"].as_str().unwrap(),
+            )
             .arg("--store")
             .arg(store)
             .arg("--data-dir")
             .arg(dir.join(name))
+            .arg("--ca-cert")
+            .arg(&broker.cert)
             .args(["serve", "--listen", "127.0.0.1:0"])
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
@@ -126,6 +196,36 @@ async fn read_account(
     client.call_tool(params).await.unwrap()
 }
 
+async fn tool(
+    client: &RunningService<RoleClient, Listener>,
+    name: &str,
+    arguments: Value,
+) -> rmcp::model::CallToolResult {
+    let params: CallToolRequestParams =
+        serde_json::from_value(json!({"name": name, "arguments": arguments})).unwrap();
+    client.call_tool(params).await.unwrap()
+}
+
+fn deal_update(amount: &str, extra: Value) -> Value {
+    let mut input = json!({"object_type": "deals", "record_id": "357300",
+                           "properties": {"amount": amount}});
+    input
+        .as_object_mut()
+        .unwrap()
+        .extend(extra.as_object().unwrap().clone());
+    input
+}
+
+async fn preview_token(client: &RunningService<RoleClient, Listener>, amount: &str) -> Value {
+    let previewed = tool(
+        client,
+        "crma_update_record",
+        deal_update(amount, json!({"preview": true})),
+    )
+    .await;
+    previewed.structured_content.unwrap()["preview"]["confirmation_token"].clone()
+}
+
 async fn within_a_second(what: &str, mut done: impl AsyncFnMut() -> bool) -> Duration {
     let began = Instant::now();
     while !done().await {
@@ -151,13 +251,11 @@ async fn two_serve_processes_share_the_registry_its_changes_and_the_disconnects(
     };
     let dir = temp_dir("fleet-serve");
     std::fs::create_dir_all(&dir).unwrap();
-    let admin = format!("[admin]\nsha256 = \"{}\"\n", token_hash("operator-token"));
-    // First only acme, with alice's token.
-    let acme_only = format!(
-        "[[tenants]]\nid = \"acme\"\n[[tokens]]\nsha256 = \"{}\"\ntenant = \"acme\"\n\
-         user = \"alice\"\n{admin}",
-        token_hash("acme-token")
-    );
+    let broker = Broker::start(&dir);
+    let alice = ("acme-token", "acme", "alice");
+    let bob = ("globex-token", "globex", "bob");
+    // First only acme (its writes confirmed with a token), with alice's token.
+    let acme_only = broker.tenants_file(&["acme"], &[alice]);
     let imported = command(
         &store,
         &dir,
@@ -169,8 +267,8 @@ async fn two_serve_processes_share_the_registry_its_changes_and_the_disconnects(
     );
     assert_eq!(imported["registry_version"], 1);
 
-    let a = Serving::start(&store, &dir, "host-a");
-    let b = Serving::start(&store, &dir, "host-b");
+    let a = Serving::start(&store, &dir, "host-a", &broker);
+    let b = Serving::start(&store, &dir, "host-b", &broker);
     // One user, alternating between the hosts.
     let on_a = client(&a.url, "acme-token").await;
     let on_b = client(&b.url, "acme-token").await;
@@ -179,17 +277,68 @@ async fn two_serve_processes_share_the_registry_its_changes_and_the_disconnects(
     }
     assert!(!admitted(&b.url, "globex-token").await);
 
+    // A write previewed on host A is applied on host B with A's token; a token raced on both
+    // hosts writes once.
+    let token = preview_token(&on_a, "250000").await;
+    let applied = tool(
+        &on_b,
+        "crma_update_record",
+        deal_update("250000", json!({"confirmation_token": token})),
+    )
+    .await;
+    assert_eq!(applied.is_error, Some(false), "{applied:?}");
+    let token = preview_token(&on_a, "260000").await;
+    let (first, second) = tokio::join!(
+        tool(
+            &on_a,
+            "crma_update_record",
+            deal_update("260000", json!({"confirmation_token": token.clone()})),
+        ),
+        tool(
+            &on_b,
+            "crma_update_record",
+            deal_update("260000", json!({"confirmation_token": token})),
+        )
+    );
+    let oks = [&first, &second]
+        .iter()
+        .filter(|r| r.is_error == Some(false))
+        .count();
+    assert_eq!(oks, 1, "{first:?}\n{second:?}");
+
+    // A result file written through host A is read through host B.
+    let export = tool(
+        &on_a,
+        "crma_search_records",
+        json!({"object_type": "contacts", "to_file": true, "properties": ["email"]}),
+    )
+    .await;
+    let written = export.structured_content.unwrap();
+    let uri = written["file_path"].as_str().unwrap().to_string();
+    assert!(uri.starts_with("crm-results://files/"), "{written}");
+    let read = tool(
+        &on_b,
+        "crm_read_result_file",
+        json!({"file": uri, "offset": 0, "limit": 1000}),
+    )
+    .await;
+    let page = read.structured_content.unwrap();
+    assert_eq!(
+        page["records"].as_array().unwrap().len() as u64,
+        written["record_count"].as_u64().unwrap(),
+        "{page}"
+    );
+
     // A tenant added to the registry is served by both hosts, without a restart; then the
     // acme token is revoked and neither host lets it in.
+    let both = broker.tenants_file(&["acme", "globex"], &[alice, bob]);
     command(
         &store,
         &dir,
         &[
             "tenants",
             "import",
-            tenants_file(&dir, "two.toml", &two_tenants_file(&admin))
-                .to_str()
-                .unwrap(),
+            tenants_file(&dir, "two.toml", &both).to_str().unwrap(),
         ],
     );
     let took = within_a_second("globex on host B", async || {
@@ -197,11 +346,7 @@ async fn two_serve_processes_share_the_registry_its_changes_and_the_disconnects(
     })
     .await;
     eprintln!("host B served the new tenant after {took:?}");
-    let globex_only = format!(
-        "[[tenants]]\nid = \"acme\"\n[[tenants]]\nid = \"globex\"\n[[tokens]]\n\
-         sha256 = \"{}\"\ntenant = \"globex\"\nuser = \"bob\"\n{admin}",
-        token_hash("globex-token")
-    );
+    let globex_only = broker.tenants_file(&["acme", "globex"], &[bob]);
     command(
         &store,
         &dir,
@@ -225,9 +370,7 @@ async fn two_serve_processes_share_the_registry_its_changes_and_the_disconnects(
         &[
             "tenants",
             "import",
-            tenants_file(&dir, "four.toml", &two_tenants_file(&admin))
-                .to_str()
-                .unwrap(),
+            tenants_file(&dir, "four.toml", &both).to_str().unwrap(),
         ],
     );
     within_a_second("the token back", async || {

@@ -247,3 +247,64 @@ pub async fn migrate(
     tx.commit().await?;
     Ok(done)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Migrate, PgStore};
+    use super::*;
+
+    #[test]
+    fn hosts_starting_at_once_apply_each_migration_once() {
+        let Ok(server) = std::env::var("CRM_TEST_POSTGRES") else {
+            eprintln!("CRM_TEST_POSTGRES is not set: the migration race is not run");
+            return;
+        };
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let name = format!(
+            "migrate_{}",
+            crate::tenant_db::journal::random_hex(6).unwrap()
+        );
+        let admin = runtime.block_on(async {
+            let (client, connection) = tokio_postgres::connect(&server, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            tokio::spawn(connection);
+            client
+                .batch_execute(&format!("CREATE DATABASE {name}"))
+                .await
+                .unwrap();
+            client
+        });
+        let mut url = url::Url::parse(&server).unwrap();
+        url.set_path(&format!("/{name}"));
+        let url = url.to_string();
+        let hosts: Vec<_> = std::thread::scope(|scope| {
+            let starting: Vec<_> = (0..4)
+                .map(|_| scope.spawn(|| PgStore::open(&url, Migrate::Apply)))
+                .collect();
+            starting.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        for host in &hosts {
+            let host = host.as_ref().expect("every host starts");
+            assert_eq!(host.schema_state().unwrap().applied, expected_version());
+        }
+        let applied: i64 = runtime.block_on(async {
+            let (client, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+                .await
+                .unwrap();
+            tokio::spawn(connection);
+            client
+                .query_one("SELECT count(*) FROM schema_migrations", &[])
+                .await
+                .unwrap()
+                .get(0)
+        });
+        assert_eq!(applied, MIGRATIONS.len() as i64, "each migration once");
+        drop(hosts);
+        runtime.block_on(async {
+            let _ = admin
+                .batch_execute(&format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))
+                .await;
+        });
+    }
+}
