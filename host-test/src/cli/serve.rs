@@ -180,6 +180,7 @@ pub(super) async fn serve_http(
     let admin = file.admin.as_ref().map(|a| Admin {
         token_sha256: a.sha256.clone(),
         credentials: tenants.credentials.clone(),
+        fleet: stores.postgres().cloned(),
     });
     let stop = tokio_util::sync::CancellationToken::new();
     let serve_options = mcp_http::ServeOptions {

@@ -3,7 +3,8 @@
 //!
 //! `POST /admin/tenants/{tenant}/connections/{crm-a|crm-b}/disconnect` drops that CRM's
 //! credential for the tenant at once ([`Host::disconnect`]); `.../connect` restores it from the
-//! tenant's credential source. Each needs the operator's own bearer token (its SHA-256 is the
+//! tenant's credential source. `POST /admin/tenants/{tenant}/component` with a component's
+//! bytes swaps it in (on every host of a fleet). Each needs the operator's own bearer token (its SHA-256 is the
 //! tenants file's `[admin] sha256`), which no MCP token matches; browsers are refused outright.
 
 use super::tenants::{bearer, token_hash};
@@ -61,10 +62,13 @@ impl Credentials {
     }
 }
 
-/// The operator's access: their token's hash, and each tenant's credential source.
+/// The operator's access: their token's hash, each tenant's credential source, and the
+/// fleet's store when there is one (a swap made here reaches every host through it).
+#[derive(Clone)]
 pub struct Admin {
     pub token_sha256: String,
     pub credentials: Credentials,
+    pub fleet: Option<std::sync::Arc<crate::tenant_db::PgStore>>,
 }
 
 /// An admin answer: a status and a JSON body.
@@ -80,6 +84,39 @@ impl Admin {
             .and_then(bearer);
         !request.headers().contains_key(header::ORIGIN)
             && token.is_some_and(|t| token_hash(t) == self.token_sha256.to_ascii_lowercase())
+    }
+
+    /// Swaps `tenant`'s component for `wasm`: loaded here first (a component that does not load
+    /// changes nothing), kept in the fleet's store (every other host swaps it in within a
+    /// second), then swapped in here. Calls in flight finish on the old component; listening
+    /// clients are told the tool list changed.
+    pub fn swap_component(&self, host: &Host, tenant: &str, wasm: &[u8]) -> Answer {
+        let refuse = |status, why: String| (status, serde_json::json!({"error": why}));
+        if host.plugin_of(tenant).is_none() {
+            return refuse(StatusCode::NOT_FOUND, format!("unknown tenant {tenant:?}"));
+        }
+        let plugin = match host.runtime().load(wasm) {
+            Ok(plugin) => plugin,
+            Err(e) => {
+                return refuse(
+                    StatusCode::BAD_REQUEST,
+                    format!("the component does not load: {e}"),
+                );
+            }
+        };
+        if let Some(fleet) = &self.fleet
+            && let Err(e) = fleet.swap_component(tenant, wasm)
+        {
+            return refuse(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
+        }
+        let sha256 = plugin.sha256.clone();
+        match host.swap_version(tenant, plugin) {
+            Ok(()) => (
+                StatusCode::OK,
+                serde_json::json!({"tenant": tenant, "component_sha256": sha256}),
+            ),
+            Err(e) => refuse(StatusCode::NOT_FOUND, e.to_string()),
+        }
     }
 
     /// Answers one request under `/admin/`.

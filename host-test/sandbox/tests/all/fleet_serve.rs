@@ -140,14 +140,21 @@ impl Serving {
     }
 
     fn admin(&self, path: &str) -> u16 {
+        self.admin_with(path, None)
+    }
+
+    /// POSTs to an operator's route, with a file as the body when given; the status.
+    fn admin_with(&self, path: &str, body: Option<&Path>) -> u16 {
         let base = self.url.trim_end_matches("/mcp");
-        let response = std::process::Command::new("curl")
-            .args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST"])
+        let mut curl = std::process::Command::new("curl");
+        curl.args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST"])
             .arg("-H")
-            .arg("Authorization: Bearer operator-token")
-            .arg(format!("{base}{path}"))
-            .output()
-            .unwrap();
+            .arg("Authorization: Bearer operator-token");
+        if let Some(file) = body {
+            curl.arg("--data-binary")
+                .arg(format!("@{}", file.display()));
+        }
+        let response = curl.arg(format!("{base}{path}")).output().unwrap();
         String::from_utf8_lossy(&response.stdout).parse().unwrap()
     }
 }
@@ -400,26 +407,38 @@ async fn two_serve_processes_share_the_registry_its_changes_and_the_disconnects(
     })
     .await;
 
-    // A component swapped through the command line reaches both hosts; a client listening on
-    // host B is told the tool list changed, and its calls go on.
+    // A component swapped through host A's admin route is served and announced by host B;
+    // one swapped from the command line reaches both the same way. Calls go on.
     let heard = on_b.service().0.clone();
     let v2 = dir.join("v2.wasm");
     std::fs::write(&v2, relabelled_plugin("fleet-v2")).unwrap();
+    assert_eq!(
+        a.admin_with("/admin/tenants/acme/component", Some(&v2)),
+        200
+    );
+    let announced = async |count: usize| {
+        let began = Instant::now();
+        while heard.load(Ordering::SeqCst) < count {
+            // Loading the new component takes a moment on each host.
+            assert!(
+                began.elapsed() < Duration::from_secs(60),
+                "host B announced swap {count}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    announced(1).await;
+    assert_eq!(read_account(&on_b).await.is_error, Some(false));
+    let v3 = dir.join("v3.wasm");
+    std::fs::write(&v3, relabelled_plugin("fleet-v3")).unwrap();
     let swapped = command(
         &store,
         &dir,
-        &["tenants", "swap", "acme", v2.to_str().unwrap()],
+        &["tenants", "swap", "acme", v3.to_str().unwrap()],
     );
     assert_eq!(swapped["tenant"], "acme");
-    let began = Instant::now();
-    while heard.load(Ordering::SeqCst) == 0 {
-        // Loading the new component takes a moment on each host.
-        assert!(
-            began.elapsed() < Duration::from_secs(60),
-            "host B announced the swap"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    announced(2).await;
+    assert_eq!(read_account(&on_a).await.is_error, Some(false));
     assert_eq!(read_account(&on_b).await.is_error, Some(false));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -354,6 +354,7 @@ async fn http_server(dir: &std::path::Path) -> String {
                 (t.to_string(), CredentialSource::Fixed(credential))
             })
             .collect(),
+        fleet: None,
     };
     tokio::spawn(serve_with_admin(host, gate, Some(admin), listener));
     format!("{base}/mcp")

@@ -14,7 +14,7 @@
 //! | `/healthz` | anyone | the process is alive |
 //! | `/readyz` | anyone | component loaded, every tenant's store answering |
 //! | `/metrics` | the operator's token | Prometheus text |
-//! | `/admin/…` | the operator's token | disconnect, connect |
+//! | `/admin/…` | the operator's token | disconnect, connect, swap a tenant's component |
 
 pub mod gate;
 pub mod limits;
@@ -253,6 +253,9 @@ async fn route(
         },
         METRICS_PATH => metrics(&state, &request),
         path if state.gate.is_metadata_path(path) => state.gate.metadata(),
+        path if path.starts_with("/admin/") && path.ends_with("/component") => {
+            component_upload(&state, request).await
+        }
         path if path.starts_with("/admin/") => match &state.admin {
             Some(admin) => {
                 let (status, body) = admin.handle(&state.host, &request);
@@ -263,6 +266,47 @@ async fn route(
         _ => plain(StatusCode::NOT_FOUND, "not found"),
     };
     response.map(|body| Held::new(body, in_flight).boxed())
+}
+
+/// Largest component an operator may upload.
+const MAX_COMPONENT_BYTES: usize = 64 << 20;
+
+/// `POST /admin/tenants/{tenant}/component` with the component's bytes: the operator swaps the
+/// tenant's component (on every host of a fleet). The token is checked before the body is read.
+async fn component_upload(state: &State, request: Request<Incoming>) -> Response<Body> {
+    let Some(admin) = &state.admin else {
+        return plain(StatusCode::NOT_FOUND, "not found");
+    };
+    if !admin.is_operator(&request) || request.method() != Method::POST {
+        let (status, body) = admin.handle(&state.host, &request);
+        return json_response(status, &body);
+    }
+    let path = request.uri().path().to_owned();
+    let parts: Vec<&str> = path.split('/').collect();
+    let ["", "admin", "tenants", tenant, "component"] = parts.as_slice() else {
+        return plain(StatusCode::NOT_FOUND, "no such admin route");
+    };
+    let tenant = tenant.to_string();
+    let wasm = match Limited::new(request.into_body(), MAX_COMPONENT_BYTES)
+        .collect()
+        .await
+    {
+        Ok(body) => body.to_bytes(),
+        Err(_) => {
+            return plain(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "the component is larger than 64 MiB or was cut off",
+            );
+        }
+    };
+    let (host, admin) = (state.host.clone(), admin.clone());
+    // Compiling takes a while: off the async workers.
+    let answer =
+        tokio::task::spawn_blocking(move || admin.swap_component(&host, &tenant, &wasm)).await;
+    match answer {
+        Ok((status, body)) => json_response(status, &body),
+        Err(_) => plain(StatusCode::INTERNAL_SERVER_ERROR, "the swap failed"),
+    }
 }
 
 /// `GET /metrics`, for the operator's token only (404 when the server has no operator).
