@@ -63,6 +63,22 @@ crm_ci_postgres_start() {
     -E UTF8 --locale=C --no-sync >"$base/initdb.log" 2>&1 \
     || { cat "$base/initdb.log" >&2; return 1; }
 
+  # TLS as well as plain connections: a throw-away CA and a server certificate for 127.0.0.1
+  # it signs (verifiers refuse a CA certificate used as the server's own). The tests get the
+  # CA as CRM_TEST_POSTGRES_CA: a store opened with sslmode=require must verify against it.
+  {
+    openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=crm-ci-postgres-ca" \
+      -keyout "$base/ca.key" -out "$base/ca.crt" &&
+      openssl req -newkey rsa:2048 -nodes -subj "/CN=127.0.0.1" \
+        -keyout "$base/server.key" -out "$base/server.csr" &&
+      printf 'subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n' \
+        >"$base/server.ext" &&
+      openssl x509 -req -in "$base/server.csr" -CA "$base/ca.crt" -CAkey "$base/ca.key" \
+        -CAcreateserial -days 2 -extfile "$base/server.ext" -out "$base/server.crt"
+  } >"$base/openssl.log" 2>&1 || { cat "$base/openssl.log" >&2; return 1; }
+  chmod 0600 "$base/server.key"
+  [ "$(id -u)" -ne 0 ] || chown postgres: "$base/server.key" "$base/server.crt"
+
   # A port free now may be taken before the server binds it (another job doing the same):
   # pick again when that is why it failed.
   local port attempt
@@ -70,7 +86,7 @@ crm_ci_postgres_start() {
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null) \
       || port=$((49152 + RANDOM % 16000))
     if crm_ci_as_postgres "$CRM_CI_PG_BIN/pg_ctl" -D "$base/data" -l "$base/log" -w \
-      -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$base -c fsync=off -c max_connections=200" \
+      -o "-c listen_addresses=127.0.0.1 -p $port -c unix_socket_directories=$base -c fsync=off -c max_connections=200 -c ssl=on -c ssl_cert_file=$base/server.crt -c ssl_key_file=$base/server.key" \
       start >/dev/null; then
       break
     fi
@@ -84,6 +100,7 @@ crm_ci_postgres_start() {
   "$CRM_CI_PG_BIN/psql" -X -q -v ON_ERROR_STOP=1 -h 127.0.0.1 -p "$port" -U postgres \
     -d postgres -c 'create database crm_test' || return 1
   export CRM_TEST_POSTGRES="postgres://postgres@127.0.0.1:$port/crm_test"
+  export CRM_TEST_POSTGRES_CA="$base/ca.crt"
   echo "PostgreSQL $("$CRM_CI_PG_BIN/pg_ctl" --version | awk '{print $3}') at $CRM_TEST_POSTGRES (files in $base)"
 }
 

@@ -138,19 +138,18 @@ fn pool_error(error: deadpool_postgres::PoolError) -> StoreError {
     }
 }
 
-/// TLS for the database connection: the webpki roots, plus the PEM certificates in
-/// `CRM_HOST_STORE_CA` (a private CA). Whether TLS is used follows the URL's `sslmode`
-/// (`prefer` when absent, `require` to insist).
-fn tls() -> Result<tokio_postgres_rustls::MakeRustlsConnect, StoreError> {
+/// TLS for the database connection: the webpki roots, plus the PEM certificates in `ca` (a
+/// private CA). Whether TLS is used follows the URL's `sslmode` (`prefer` when absent,
+/// `require` to insist); a certificate that does not verify is never accepted.
+fn tls(
+    ca: Option<&std::path::Path>,
+) -> Result<tokio_postgres_rustls::MakeRustlsConnect, StoreError> {
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-    if let Ok(path) = std::env::var("CRM_HOST_STORE_CA") {
-        for cert in crate::backend::tls::read_certificates(std::path::Path::new(&path))
-            .map_err(|e| StoreError::Invalid(format!("CRM_HOST_STORE_CA {path}: {e}")))?
-        {
-            roots
-                .add(cert)
-                .map_err(|e| StoreError::Invalid(format!("CRM_HOST_STORE_CA {path}: {e}")))?;
+    if let Some(path) = ca {
+        let bad = |e: String| StoreError::Invalid(format!("store CA {}: {e}", path.display()));
+        for cert in crate::backend::tls::read_certificates(path).map_err(|e| bad(e.to_string()))? {
+            roots.add(cert).map_err(|e| bad(e.to_string()))?;
         }
     }
     let config = rustls::ClientConfig::builder_with_provider(Arc::new(
@@ -180,10 +179,21 @@ impl PgStore {
     /// or checks the schema, drops staging a killed host left, and starts listening for the
     /// fleet's events.
     pub fn open(url: &str, migrate: Migrate) -> Result<Arc<PgStore>, StoreError> {
+        let ca = std::env::var_os("CRM_HOST_STORE_CA").map(std::path::PathBuf::from);
+        PgStore::open_with_ca(url, migrate, ca.as_deref())
+    }
+
+    /// As [`PgStore::open`], trusting the PEM certificates in `ca` besides the public roots
+    /// (`open` takes them from `CRM_HOST_STORE_CA`).
+    pub fn open_with_ca(
+        url: &str,
+        migrate: Migrate,
+        ca: Option<&std::path::Path>,
+    ) -> Result<Arc<PgStore>, StoreError> {
         let config: tokio_postgres::Config = url
             .parse()
             .map_err(|e| StoreError::Invalid(format!("store URL {}: {e}", shown(url))))?;
-        let tls = tls()?;
+        let tls = tls(ca)?;
         let manager = Manager::from_config(
             config.clone(),
             tls.clone(),
@@ -326,5 +336,46 @@ impl PgStore {
         run_within(limit, async move {
             work(pool.get().await.map_err(pool_error)?).await
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tls_to_the_database_is_used_and_its_certificate_verified() {
+        let (Ok(server), Ok(ca)) = (
+            std::env::var("CRM_TEST_POSTGRES"),
+            std::env::var("CRM_TEST_POSTGRES_CA"),
+        ) else {
+            eprintln!(
+                "CRM_TEST_POSTGRES or CRM_TEST_POSTGRES_CA is not set: TLS to the database is \
+                 not tested (CI sets both)"
+            );
+            return;
+        };
+        let url = format!("{server}?sslmode=require");
+        let ca = std::path::Path::new(&ca);
+        let store = PgStore::open_with_ca(&url, Migrate::Apply, Some(ca)).unwrap();
+        let encrypted = store
+            .with(|c| async move {
+                let row = c
+                    .query_one(
+                        "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                        &[],
+                    )
+                    .await
+                    .map_err(db_error)?;
+                Ok(row.get::<_, bool>(0))
+            })
+            .unwrap();
+        assert!(encrypted, "the connection is TLS");
+        // A server whose certificate no trusted root vouches for is refused.
+        let untrusted = PgStore::open_with_ca(&url, Migrate::Apply, None).unwrap_err();
+        assert!(
+            matches!(&untrusted, StoreError::Unavailable(m) if m.contains("PostgreSQL")),
+            "{untrusted}"
+        );
     }
 }
