@@ -26,6 +26,8 @@ use wasmtime_wasi_config::WasiConfigVariables;
 
 /// Following the fleet's store: what other hosts announce.
 mod fleet;
+/// An operator's disconnects and reconnects.
+mod operator;
 
 /// The configuration variable that carries the broker URL into the component.
 const PROXY_BASE_VAR: &str = "CRM_PROXY_BASE";
@@ -274,43 +276,6 @@ impl Host {
     /// Every later swap's tenant id, for telling clients that a tenant's tools changed.
     pub fn swaps(&self) -> tokio::sync::broadcast::Receiver<Arc<str>> {
         self.swaps.subscribe()
-    }
-
-    /// Disconnects one CRM for a tenant, as when the integration is uninstalled: its credential
-    /// is dropped at once, new calls to it get `not-connected` with nothing sent, calls already
-    /// running send nothing more to it, and a running sync writes nothing. Mappings are kept.
-    /// The disconnect is kept in the tenant's store, so it holds after a restart.
-    pub fn disconnect(&self, tenant_id: &str, integration: Crm) -> Result<(), CallError> {
-        let entry = self.tenant(tenant_id)?;
-        entry.connections.disconnect(integration);
-        entry
-            .mappings
-            .set_disconnected(integration.integration(), true)
-            .map_err(|e| CallError::BadTenant(tenant_id.into(), format!("mapping store: {e}")))
-    }
-
-    /// Connects one CRM again for a tenant, with the broker credential to use.
-    pub fn reconnect(
-        &self,
-        tenant_id: &str,
-        integration: Crm,
-        credential: Credential,
-    ) -> Result<(), CallError> {
-        let entry = self.tenant(tenant_id)?;
-        entry
-            .mappings
-            .set_disconnected(integration.integration(), false)
-            .map_err(|e| CallError::BadTenant(tenant_id.into(), format!("mapping store: {e}")))?;
-        entry.connections.connect(integration, credential);
-        Ok(())
-    }
-
-    /// Whether the tenant's `integration` is connected.
-    pub fn is_connected(&self, tenant_id: &str, integration: Crm) -> Result<bool, CallError> {
-        Ok(self
-            .tenant(tenant_id)?
-            .connections
-            .is_connected(integration))
     }
 
     /// The tenant's results directory, where its large query results are (for serving them
