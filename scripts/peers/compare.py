@@ -13,6 +13,7 @@ figure is the median over rounds of that round's p50/p99. Not for CI: needs the 
 import argparse, asyncio, json, os, re, statistics, subprocess, sys, time, urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True  # no __pycache__ in the repository
 from stub import ACCOUNT_ROWS, CONTACT_ROWS  # the ids the stub serves, for the link check
 
 from mcp import ClientSession, StdioServerParameters

@@ -9,7 +9,7 @@ It serves plain HTTP and, with --tls DIR, HTTPS too (a throw-away CA signs a lea
 Prints one JSON line, {"http": URL, "https": URL|null, "ca": PEM|null}, then serves until
 killed. GET /_stats answers the requests counted per method and path (who sent what).
 """
-import argparse, json, os, re, ssl, subprocess, sys, threading
+import argparse, json, os, re, socket, ssl, subprocess, sys, threading
 from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
@@ -129,19 +129,35 @@ class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
+    def body(self):
+        # jsforce streams its SOAP login chunked: a body left unread would be taken for the
+        # next request on the kept-alive connection (and jsforce retries after 500 ms).
+        if self.headers.get("Transfer-Encoding", "").lower() != "chunked":
+            return self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        out = b""
+        # Its chunks come in small writes held by the client's Nagle until acknowledged: ACK at
+        # once, or each login waits out the delayed ACK (40 ms over TLS).
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
+        while size := int(self.rfile.readline().split(b";")[0], 16):
+            out += self.rfile.read(size)
+            self.rfile.readline()
+        while self.rfile.readline() not in (b"\r\n", b"\n", b""):  # trailers
+            pass
+        return out
+
     def answer(self):
         url = urlsplit(self.path)
-        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        body = self.body()
         segments = [s for s in url.path.split("/") if s]
         if segments[:2] == ["sdk", "proxy"]:
             segments = segments[3:]   # the broker's /sdk/proxy/{integration}/ prefix
-        key = (self.command, tuple(segments), url.query, body)
+        base = f"{'https' if isinstance(self.connection, ssl.SSLSocket) else 'http'}://{self.headers['Host']}"
+        key = (base, self.command, tuple(segments), url.query, body)
         if url.path == "/_stats":
             status, ctype, data = 200, JSON, json.dumps(Handler.stats).encode()
         elif key in Handler.cache:
             status, ctype, data = Handler.cache[key]
         else:
-            base = f"{'https' if isinstance(self.connection, ssl.SSLSocket) else 'http'}://{self.headers['Host']}"
             got = (hubspot(self.command, segments, body) if segments[:1] == ["crm"]
                    else salesforce(self.command, segments, url.query, base))
             status, ctype, data = got or (404, None, {"status": "error", "message": "stub: no route"})
