@@ -101,6 +101,9 @@ crm_ci_postgres_start() {
     -d postgres -c 'create database crm_test' || return 1
   export CRM_TEST_POSTGRES="postgres://postgres@127.0.0.1:$port/crm_test"
   export CRM_TEST_POSTGRES_CA="$base/ca.crt"
+  # The host verifies a database's certificate whenever TLS is used (sslmode=prefer included),
+  # so the hosts the tests start trust this CA as an operator's would.
+  export CRM_HOST_STORE_CA="$base/ca.crt"
   echo "PostgreSQL $("$CRM_CI_PG_BIN/pg_ctl" --version | awk '{print $3}') at $CRM_TEST_POSTGRES (files in $base)"
 }
 
