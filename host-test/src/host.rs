@@ -284,6 +284,16 @@ impl Host {
         Ok(self.tenant(tenant_id)?.results_dir.clone())
     }
 
+    /// Every tenant's entry now.
+    fn entries(&self) -> Vec<Arc<TenantEntry>> {
+        self.tenants
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect()
+    }
+
     fn tenant(&self, tenant_id: &str) -> Result<Arc<TenantEntry>, CallError> {
         self.tenants
             .read()
@@ -296,13 +306,7 @@ impl Host {
     /// Whether the host can serve: at least one tenant with its component loaded, and every
     /// tenant's store answering a query. Returns how many tenants it serves.
     pub fn readiness(&self) -> Result<usize, String> {
-        let tenants: Vec<Arc<TenantEntry>> = self
-            .tenants
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .values()
-            .cloned()
-            .collect();
+        let tenants = self.entries();
         if tenants.is_empty() {
             return Err("no tenant is loaded".into());
         }

@@ -369,13 +369,7 @@ impl Runtime {
             pre,
             size: wasm.len(),
             label: fingerprint(wasm),
-            sha256: {
-                use sha2::Digest;
-                sha2::Sha256::digest(wasm)
-                    .iter()
-                    .map(|b| format!("{b:02x}"))
-                    .collect()
-            },
+            sha256: crate::tenant_db::journal::sha256_hex(wasm),
             tools: std::sync::OnceLock::new(),
             policy: Arc::new(policy),
         });

@@ -62,16 +62,9 @@ impl Host {
 
     /// Swaps in, for each tenant here, the component the store says it runs (when it differs).
     pub fn adopt_components(&self, store: &PgStore) {
-        let tenants: Vec<String> = self
-            .tenants
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .keys()
-            .cloned()
-            .collect();
-        for tenant in tenants {
-            if let Ok(Some(sha256)) = store.tenant_component(&tenant) {
-                self.adopt_component(store, &tenant, &sha256);
+        for entry in self.entries() {
+            if let Ok(Some(sha256)) = store.tenant_component(&entry.tenant_id) {
+                self.adopt_component(store, &entry.tenant_id, &sha256);
             }
         }
     }
@@ -113,15 +106,8 @@ impl Host {
                 }
             }
             StoreEvent::Resync => {
-                let entries: Vec<Arc<TenantEntry>> = self
-                    .tenants
-                    .read()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .values()
-                    .cloned()
-                    .collect();
                 self.adopt_components(store);
-                for entry in entries {
+                for entry in self.entries() {
                     // A store that does not answer now keeps the state as it was; the next
                     // (re)connection of the listener reads it again.
                     if let Ok(disconnected) = entry.mappings.disconnected() {

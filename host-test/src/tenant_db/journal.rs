@@ -79,7 +79,12 @@ fn same_bytes(a: &[u8], b: &[u8]) -> bool {
 }
 
 fn sha256(text: &str) -> String {
-    hex(&Sha256::digest(text.as_bytes()))
+    sha256_hex(text.as_bytes())
+}
+
+/// The SHA-256 of `bytes` as lower-case hex: tokens' inputs, and components by content.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    hex(&Sha256::digest(bytes))
 }
 
 fn json_object(what: &str, text: &str) -> Result<(), StoreError> {

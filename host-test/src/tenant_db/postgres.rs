@@ -94,31 +94,46 @@ fn run_within<T: Send + 'static>(
     limit: Duration,
     work: impl Future<Output = Result<T, StoreError>> + Send + 'static,
 ) -> Result<T, StoreError> {
-    let runtime = store_runtime()?;
     let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    runtime.spawn(async move {
-        let answer = tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
-            Err(StoreError::Unavailable(format!(
-                "the database did not answer within {} s; nothing was changed: try again \
-                     shortly",
-                limit.as_secs()
-            )))
-        });
+    spawn_timed(limit, work, move |answer| {
         let _ = tx.send(answer);
     });
-    let wait = move || {
-        rx.recv().unwrap_or_else(|_| {
-            Err(StoreError::Unavailable(
-                "the store's runtime stopped".into(),
-            ))
-        })
-    };
+    let wait = move || rx.recv().unwrap_or_else(|_| Err(stopped()));
     match tokio::runtime::Handle::try_current() {
         Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
             tokio::task::block_in_place(wait)
         }
         _ => wait(),
     }
+}
+
+/// Runs `work` on the store's runtime, at most `limit`, and hands its answer to `deliver`
+/// (the one road to the database, for blocking and async callers alike).
+fn spawn_timed<T: Send + 'static>(
+    limit: Duration,
+    work: impl Future<Output = Result<T, StoreError>> + Send + 'static,
+    deliver: impl FnOnce(Result<T, StoreError>) + Send + 'static,
+) {
+    match store_runtime() {
+        Ok(runtime) => {
+            runtime.spawn(async move {
+                let answer = tokio::time::timeout(limit, work).await.unwrap_or_else(|_| {
+                    Err(StoreError::Unavailable(format!(
+                        "the database did not answer within {} s; nothing was changed: try \
+                         again shortly",
+                        limit.as_secs()
+                    )))
+                });
+                deliver(answer);
+            });
+        }
+        Err(e) => deliver(Err(e)),
+    }
+}
+
+/// The answer when the store's runtime is gone.
+fn stopped() -> StoreError {
+    StoreError::Unavailable("the store's runtime stopped".into())
 }
 
 /// The database's words, typed: the call can be tried again once it answers.
@@ -288,31 +303,11 @@ impl PgStore {
     {
         let pool = self.pool.clone();
         let (tx, rx) = tokio::sync::oneshot::channel();
-        match store_runtime() {
-            Ok(runtime) => {
-                runtime.spawn(async move {
-                    let work = async move { work(pool.get().await.map_err(pool_error)?).await };
-                    let answer = tokio::time::timeout(QUERY_TIMEOUT, work)
-                        .await
-                        .unwrap_or_else(|_| {
-                            Err(StoreError::Unavailable(
-                                "the database did not answer in time".into(),
-                            ))
-                        });
-                    let _ = tx.send(answer);
-                });
-            }
-            Err(e) => {
-                let _ = tx.send(Err(e));
-            }
-        }
-        Box::pin(async move {
-            rx.await.unwrap_or_else(|_| {
-                Err(StoreError::Unavailable(
-                    "the store's runtime stopped".into(),
-                ))
-            })
-        })
+        let work = async move { work(pool.get().await.map_err(pool_error)?).await };
+        spawn_timed(QUERY_TIMEOUT, work, move |answer| {
+            let _ = tx.send(answer);
+        });
+        Box::pin(async move { rx.await.unwrap_or_else(|_| Err(stopped())) })
     }
 
     /// Runs one query function on a pooled connection.

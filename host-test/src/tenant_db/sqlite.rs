@@ -162,29 +162,12 @@ impl SqliteRows {
     ) -> Result<Vec<(i64, JournalRow)>, StoreError> {
         let conn = self.conn();
         let mut statement = conn.prepare_cached(&format!(
-            "SELECT seq, {COLUMNS} FROM changes WHERE tenant = ?1 AND seq > ?2
+            "SELECT {COLUMNS}, seq FROM changes WHERE tenant = ?1 AND seq > ?2
              ORDER BY seq LIMIT ?3"
         ))?;
+        // The journal's columns first, as every listing reads them; the sequence number last.
         let rows = statement.query_map(params![tenant, after, limit], |r| {
-            let seq: i64 = r.get(0)?;
-            Ok((
-                seq,
-                JournalRow {
-                    id: r.get(1)?,
-                    at_ms: r.get(2)?,
-                    user_id: r.get(3)?,
-                    tool: r.get(4)?,
-                    call_id: r.get(5)?,
-                    status: Status::from_name(&r.get::<_, String>(6)?),
-                    crm: r.get(7)?,
-                    kind: Kind::from_name(&r.get::<_, String>(8)?),
-                    object: r.get(9)?,
-                    record_id: r.get(10)?,
-                    old_values: r.get(11)?,
-                    new_values: r.get(12)?,
-                    reverts: r.get(13)?,
-                },
-            ))
+            Ok((r.get(13)?, journal_row(r)?))
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }

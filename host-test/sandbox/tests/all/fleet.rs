@@ -95,7 +95,8 @@ pub(crate) fn paced_hosts(
     })
 }
 
-fn request(tool: &str, input: Value) -> CallRequest {
+/// A call by ana of the sandbox tenant acme, with every scope the spec asks for.
+pub(crate) fn request(tool: &str, input: Value) -> CallRequest {
     CallRequest {
         tenant_id: "acme".into(),
         user_id: "ana".into(),

@@ -5,14 +5,14 @@
 //!
 //! Needs `CRM_TEST_POSTGRES`; without it the test prints one line and does nothing.
 
-use crate::fixtures::{ALL_SCOPES, output, plugin, runtime, tool_error};
-use crate::fleet::fresh_database;
+use crate::fixtures::{output, plugin, runtime, tool_error};
+use crate::fleet::{fresh_database, request};
 use crm_host::audit::AuditEvent;
 use crm_host::tenant_db::postgres::Migrate;
 use crm_host::tenant_db::{DbLocation, PgStore};
-use crm_host::{AuditLog, CallRequest, Host};
+use crm_host::{AuditLog, Host};
 use crm_sandbox::SandboxCrm;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -57,17 +57,6 @@ impl Cuttable {
 
     fn restore(&self) {
         self.up.store(true, Ordering::SeqCst);
-    }
-}
-
-fn request(tool: &str, input: Value) -> CallRequest {
-    CallRequest {
-        tenant_id: "acme".into(),
-        user_id: "ana".into(),
-        granted_scopes: ALL_SCOPES.iter().map(|s| s.to_string()).collect(),
-        instance_url: Some(SandboxCrm::instance_url("acme")),
-        tool: tool.into(),
-        input: input.to_string(),
     }
 }
 

@@ -8,7 +8,6 @@
 
 use super::{PgStore, StoreEvent, db_error, events};
 use crate::tenant_db::{StoreError, now_ms};
-use sha2::{Digest, Sha256};
 
 /// The one registry document's name.
 const TENANTS: &str = "tenants";
@@ -62,10 +61,7 @@ impl PgStore {
     /// Makes `wasm` the component `tenant` runs on every host; returns its SHA-256. Calls in
     /// flight finish on the component they started with.
     pub fn swap_component(&self, tenant: &str, wasm: &[u8]) -> Result<String, StoreError> {
-        let sha256: String = Sha256::digest(wasm)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let sha256 = crate::tenant_db::journal::sha256_hex(wasm);
         let (tenant, wasm, sha) = (tenant.to_owned(), wasm.to_vec(), sha256.clone());
         self.with(move |mut c| async move {
             let tx = c.transaction().await.map_err(db_error)?;
