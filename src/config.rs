@@ -18,6 +18,12 @@ pub mod keys {
     /// Path segments, `/`-separated, between the integration name and HubSpot's own paths;
     /// default none.
     pub const CRM_A_API_BASE: &str = "CRM_A_API_BASE";
+    /// The connected HubSpot account's portal (hub) id, as the broker knows it from the
+    /// connection; when set, every record a search answers carries a link. Optional.
+    pub const CRM_A_PORTAL_ID: &str = "CRM_A_PORTAL_ID";
+    /// The account's UI domain (a hubspot.com host, e.g. `app-eu1.hubspot.com`); default
+    /// `app.hubspot.com`. Used with `CRM_A_PORTAL_ID`.
+    pub const CRM_A_UI_DOMAIN: &str = "CRM_A_UI_DOMAIN";
     /// The broker's integration name for CRM B (Salesforce); default `salesforce`.
     pub const CRM_B_INTEGRATION: &str = "CRM_B_INTEGRATION";
     /// The Salesforce REST API version, e.g. `65.0`; default [`super::DEFAULT_CRM_B_API_VERSION`].
@@ -57,6 +63,8 @@ pub struct Config {
     pub crm_a_integration: String,
     /// Path segments between the integration name and CRM A paths (often none).
     pub crm_a_api_base: Vec<String>,
+    /// The HubSpot account records open in, when the tenant's settings name it.
+    pub hubspot_portal: Option<HubspotPortal>,
     /// The broker's integration name for CRM B, the path segment after `sdk/proxy`.
     pub crm_b_integration: String,
     /// The Salesforce REST API version in every CRM B path.
@@ -67,6 +75,27 @@ pub struct Config {
     pub results: ResultLimits,
     /// The workspace admin's policy over writes, masked fields and record counts.
     pub policy: WorkspacePolicy,
+}
+
+/// Where HubSpot records open in a browser: `https://{ui_domain}/contacts/{portal_id}/...`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HubspotPortal {
+    /// The account's portal (hub) id.
+    pub portal_id: u64,
+    /// A bare host under hubspot.com, lower-cased, e.g. `app-eu1.hubspot.com`.
+    pub ui_domain: String,
+}
+
+/// `text` as a HubSpot UI domain (a host under hubspot.com), lower-cased; `None` for anything
+/// else, so a link can only ever point at HubSpot.
+pub fn hubspot_ui_domain(text: &str) -> Option<String> {
+    let domain = text.to_ascii_lowercase();
+    let is_host = !domain.is_empty()
+        && domain.len() <= 253
+        && domain
+            .split('.')
+            .all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-'));
+    (is_host && (domain == "hubspot.com" || domain.ends_with(".hubspot.com"))).then_some(domain)
 }
 
 /// How query results reach the assistant: inline up to a byte budget, or as a JSON Lines file
@@ -188,6 +217,22 @@ impl Config {
                 .map(|s| checked_segment(keys::CRM_A_API_BASE, s))
                 .collect::<Result<_, _>>()?,
         };
+        let hubspot_portal = match get(keys::CRM_A_PORTAL_ID) {
+            None => None,
+            Some(id) => Some(HubspotPortal {
+                portal_id: id.trim().parse().map_err(|_| ConfigError {
+                    key: keys::CRM_A_PORTAL_ID,
+                    problem: format!("{id:?} is not a HubSpot portal id (a number)"),
+                })?,
+                ui_domain: {
+                    let domain = get(keys::CRM_A_UI_DOMAIN).unwrap_or("app.hubspot.com");
+                    hubspot_ui_domain(domain).ok_or(ConfigError {
+                        key: keys::CRM_A_UI_DOMAIN,
+                        problem: format!("{domain:?} is not a hubspot.com host"),
+                    })?
+                },
+            }),
+        };
         let crm_b_api_version = match get(keys::CRM_B_API_VERSION) {
             None => ApiVersion::parse(DEFAULT_CRM_B_API_VERSION).expect("default parses"),
             Some(v) => ApiVersion::parse(v).ok_or(ConfigError {
@@ -262,6 +307,7 @@ impl Config {
             proxy_base,
             crm_a_integration,
             crm_a_api_base,
+            hubspot_portal,
             crm_b_integration,
             crm_b_api_version,
             limits,

@@ -22,6 +22,7 @@ pub mod journal;
 pub mod mapping;
 pub mod policy;
 pub mod proxy;
+pub(crate) mod raw_json;
 pub mod registry;
 pub(crate) mod result_file;
 pub mod retry;

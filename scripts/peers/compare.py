@@ -54,7 +54,9 @@ def servers(a, stub):
             "--data-dir", os.path.join(a.scratch, "data"), "--cache-dir", os.path.join(a.scratch, "cache"),
             "--pace", "off"] + (["--ca-cert", stub["ca"]] if stub["ca"] else [])
     return {
-        "ours": (ours, {"CRM_PROXY_CREDENTIAL": "bench-credential"}),
+        # The broker knows the connected HubSpot portal, as it knows the Salesforce org's URL:
+        # with it every HubSpot record carries a link, as every Salesforce row does.
+        "ours": (ours, {"CRM_PROXY_CREDENTIAL": "bench-credential", "CRM_A_PORTAL_ID": "12345678"}),
         # jsforce's username/password flow: a SOAP login at SALESFORCE_INSTANCE_URL, whose answer
         # names the stub as the instance (the token and CLI flows cannot reach a loopback port).
         "salesforce": ([a.node, f"{mods}/@tsmztech/mcp-server-salesforce/dist/index.js"],

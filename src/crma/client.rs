@@ -85,6 +85,16 @@ pub(crate) fn send_for<T: DeserializeOwned>(
     session: &mut Session<'_>,
     call: Call<'_>,
 ) -> Result<T, ToolError> {
+    send_reading(session, call, |body| serde_json::from_slice(body))
+}
+
+/// As [`send_for`], with the answer's text handed to `read`, which may borrow from it: a page
+/// of records is mapped straight from HubSpot's text.
+pub(crate) fn send_reading<T>(
+    session: &mut Session<'_>,
+    call: Call<'_>,
+    read: impl FnOnce(&[u8]) -> Result<T, serde_json::Error>,
+) -> Result<T, ToolError> {
     check(&session.ctx.granted_scopes, &call.operation)?;
     let config = session.config()?;
     let query: Vec<(&str, &str)> = call.query.iter().map(|(k, v)| (*k, v.as_str())).collect();
@@ -109,7 +119,7 @@ pub(crate) fn send_for<T: DeserializeOwned>(
     } else {
         &response.body
     };
-    serde_json::from_slice(body).map_err(|err| match call.effect() {
+    read(body).map_err(|err| match call.effect() {
         // A write whose answer cannot be read may still have happened.
         Effect::Write => ToolError::OutcomeUnknown(format!(
             "HubSpot answered {} but the answer could not be read ({err}); check {} in HubSpot \

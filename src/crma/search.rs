@@ -2,13 +2,17 @@
 //! sending, the request body as HubSpot wants it, and the typed answer mapped for the
 //! assistant.
 
-use super::tools::{is_cursor, next_cursor_of};
+use super::metadata::account::RecordLinks;
+use super::tools::is_cursor;
 use super::types::{ObjectType, PropertyName};
-use super::wire::{Page, RecordObject};
+use super::wire::{Page, Paging, RecordObject};
 use crate::error::ToolError;
-use schemars::JsonSchema;
+use crate::raw_json::{self, Members, ObjectText, ObjectWriter};
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::value::RawValue;
+use serde_json::{Value, json};
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
 // HubSpot's documented search limits.
@@ -390,46 +394,154 @@ pub(crate) struct SearchPage {
     next_cursor: Option<String>,
 }
 
-/// One matching record.
-#[derive(Debug, Serialize, JsonSchema)]
-pub struct FoundRecord {
-    /// The record's HubSpot id.
-    id: String,
-    /// Property internal name → value, as HubSpot stores it (text, or null when empty): the
-    /// properties asked for, or HubSpot's default set for the type.
-    properties: Map<String, Value>,
-    /// When the record was created (ISO 8601, UTC).
-    created_at: String,
-    /// When the record last changed (ISO 8601, UTC).
-    updated_at: String,
+/// HubSpot's search answer as the tool reads it for a page of results: each record's
+/// properties still HubSpot's text, mapped from it in one pass ([`FoundRecord::shown`]).
+/// Fields as on [`SearchAnswer`]; `paging` is read here rather than flattened, as a flattened
+/// struct cannot borrow.
+#[derive(Debug, Deserialize)]
+pub(crate) struct SearchPageText<'a> {
+    total: u64,
+    #[serde(default, borrow)]
+    results: Vec<FoundText<'a>>,
+    #[serde(default)]
+    paging: Option<Paging>,
 }
 
-impl From<RecordObject> for FoundRecord {
-    fn from(record: RecordObject) -> Self {
+/// One record of [`SearchPageText`].
+#[derive(Debug, Deserialize)]
+pub(crate) struct FoundText<'a> {
+    id: String,
+    #[serde(borrow)]
+    properties: &'a RawValue,
+}
+
+/// One matching record.
+#[derive(Debug, Serialize)]
+pub struct FoundRecord {
+    id: String,
+    properties: ObjectText,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    record_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    created_at: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    updated_at: Option<String>,
+}
+
+/// An open object naming its members in words: clients validate each of up to 200 records
+/// against this, and a schema of typed properties costs them four times as long.
+impl JsonSchema for FoundRecord {
+    fn schema_name() -> Cow<'static, str> {
+        "FoundRecord".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "type": "object",
+            "required": ["id", "properties"],
+            "description": "One matching record: id, the record's HubSpot id; properties, \
+                property internal name → value as HubSpot stores it (text), for the properties \
+                asked for or HubSpot's default set for the type, leaving out those without a \
+                value unless include_empty is set, and hs_object_id (the id again), createdate \
+                and lastmodifieddate unless asked for by name; record_url, the link that opens \
+                the record in HubSpot, when the workspace's settings name the HubSpot account. \
+                Lines of a result file hold every property HubSpot sent and also created_at and \
+                updated_at (ISO 8601, UTC)."
+        })
+    }
+}
+
+/// Properties HubSpot sends whether or not they were asked for: the id again and the record's
+/// timestamps. A page shows them only when asked for by name.
+const UNASKED_ECHOES: &[&str] = &[
+    "hs_object_id",
+    "createdate",
+    "lastmodifieddate",
+    "hs_lastmodifieddate",
+];
+
+/// What a page of results shows of each record.
+pub(crate) struct Shown<'a> {
+    /// The properties the caller named (none: HubSpot's default set).
+    pub(crate) asked: &'a [PropertyName],
+    /// Whether properties without a value stay, as null.
+    pub(crate) include_empty: bool,
+    /// The account's links and the type searched, when the account is known.
+    pub(crate) links: Option<(RecordLinks, &'a ObjectType)>,
+}
+
+impl FoundRecord {
+    /// A record as a page of results shows it, from HubSpot's text: only what the caller asked
+    /// for, in HubSpot's order, and its link.
+    fn shown(record: FoundText<'_>, shown: &Shown<'_>) -> Result<Self, serde_json::Error> {
+        let members = Members::of(record.properties)?;
+        let mut text = String::with_capacity(record.properties.get().len());
+        let mut object = ObjectWriter::open(&mut text);
+        for (name, value) in &members.0 {
+            let keep = (shown.include_empty || !raw_json::is_null(value))
+                && (!UNASKED_ECHOES.contains(&name.as_ref())
+                    || shown.asked.iter().any(|p| p.as_str() == name));
+            if keep {
+                object.raw(name, value.get());
+            }
+        }
+        object.close();
+        let record_url = shown
+            .links
+            .as_ref()
+            .and_then(|(links, object_type)| links.url(object_type, &record.id));
+        Ok(FoundRecord {
+            id: record.id,
+            properties: ObjectText::new(text)?,
+            record_url,
+            created_at: None,
+            updated_at: None,
+        })
+    }
+
+    /// A record as a result file holds it: everything HubSpot sent, timestamps included, for
+    /// the analysis a file is for.
+    pub(crate) fn in_file(record: RecordObject) -> Self {
         FoundRecord {
             id: record.id,
-            properties: record.properties,
-            created_at: record.created_at,
-            updated_at: record.updated_at,
+            properties: ObjectText::of(&record.properties),
+            record_url: None,
+            created_at: Some(record.created_at),
+            updated_at: Some(record.updated_at),
         }
     }
 }
 
 /// The answer, mapped: the records with `id` and `properties`, `total`, a cursor when more can
 /// be paged to, and a note when some matches cannot be reached.
-pub(crate) fn output(answer: SearchAnswer) -> SearchOutput {
-    let SearchAnswer { total, page } = answer;
+pub(crate) fn output(
+    answer: SearchPageText<'_>,
+    shown: &Shown<'_>,
+) -> Result<SearchOutput, serde_json::Error> {
+    let SearchPageText {
+        total,
+        results,
+        paging,
+    } = answer;
+    let next_after = paging.and_then(|p| p.next).map(|n| n.after);
     // Any token HubSpot gives is passed on, except an offset HubSpot itself will refuse;
     // then the note below says why there is no cursor.
     let unreachable = |after: &str| after.parse::<u64>().is_ok_and(|a| a >= MAX_REACHABLE);
-    let next_cursor = next_cursor_of(&page).filter(|after| !unreachable(after));
+    let next_cursor = next_after
+        .as_deref()
+        .filter(|after| is_cursor(after) && !unreachable(after))
+        .map(str::to_string);
     let note = if total > MAX_REACHABLE {
         Some(format!(
             "{total} records match, but HubSpot search can page through only the first {MAX_REACHABLE}. \
              Narrow the filters to reach the rest, for example by createdate or lastmodifieddate windows, \
              or search again with to_file: true to write every match to a file."
         ))
-    } else if page.next_after().is_some_and(|after| !is_cursor(after)) {
+    } else if next_after.as_deref().is_some_and(|after| !is_cursor(after)) {
         Some(
             "HubSpot has more results, but its paging cursor was not one this tool can pass on; \
              narrow the filters to see the rest, or search again with to_file: true."
@@ -438,21 +550,31 @@ pub(crate) fn output(answer: SearchAnswer) -> SearchOutput {
     } else {
         None
     };
-    SearchOutput {
+    Ok(SearchOutput {
         total,
         rows: SearchRows::Page(SearchPage {
-            results: page.results.into_iter().map(FoundRecord::from).collect(),
+            results: results
+                .into_iter()
+                .map(|record| FoundRecord::shown(record, shown))
+                .collect::<Result<_, _>>()?,
             next_cursor,
         }),
         note,
-    }
+    })
 }
 
 /// [`output`] as JSON, for any JSON at all: the fuzzer and the property tests feed it
 /// arbitrary answers.
 pub fn map_answer(body: &Value) -> Result<Value, String> {
-    let answer = SearchAnswer::deserialize(body).map_err(|err| err.to_string())?;
-    Ok(serde_json::to_value(output(answer)).expect("a search output serialises"))
+    let text = body.to_string();
+    let answer: SearchPageText<'_> = serde_json::from_str(&text).map_err(|err| err.to_string())?;
+    let shown = Shown {
+        asked: &[],
+        include_empty: true,
+        links: None,
+    };
+    let out = output(answer, &shown).map_err(|err| err.to_string())?;
+    Ok(serde_json::to_value(out).expect("a search output serialises"))
 }
 
 pub(crate) mod export;

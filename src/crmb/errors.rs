@@ -28,8 +28,8 @@ fn parse_errors(body: &[u8]) -> Vec<SalesforceError> {
 }
 
 /// Parses a success answer's JSON body, or says Salesforce sent something unexpected.
-pub fn parse_answer<T: serde::de::DeserializeOwned>(
-    response: &Response,
+pub fn parse_answer<'a, T: serde::Deserialize<'a>>(
+    response: &'a Response,
     what: &str,
 ) -> Result<T, ToolError> {
     serde_json::from_slice(&response.body).map_err(|err| {

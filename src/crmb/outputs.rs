@@ -1,17 +1,17 @@
 //! What the `crmb_*` tools answer, as types. The registry serialises them and publishes their
 //! JSON Schema as each tool's output schema, so the doc comments here are the field
-//! descriptions a model reads. Record bodies stay Salesforce's JSON objects, without
-//! `attributes` and with a `record_url` added ([`super::records`]). `crmb_get_object_fields`
+//! descriptions a model reads. Record bodies stay Salesforce's JSON objects, carried as text in
+//! Salesforce's field order, without `attributes` and with a `record_url` added
+//! ([`super::records`]); the schema calls each an open object. `crmb_get_object_fields`
 //! answers the compact describe, [`super::describe::ObjectView`].
 
 use super::ids::{ApiName, SalesforceId};
 pub(crate) use crate::result_file::FileFormat;
 use schemars::JsonSchema;
 use serde::Serialize;
-use serde_json::{Map, Value};
 
-/// One Salesforce record: field API name → value.
-pub(crate) type Record = Map<String, Value>;
+/// One Salesforce record, mapped: field API name → value, in Salesforce's order.
+pub(crate) type Record = crate::raw_json::ObjectText;
 
 /// A link that opens a record in Salesforce.
 #[derive(Debug, Serialize, JsonSchema)]

@@ -5,7 +5,7 @@ use super::client;
 use super::errors::parse_answer;
 use super::outputs::{FileFormat, InlineRecords, QueryResult, QueryRows, Record, ResultFile};
 use super::record_url::InstanceUrl;
-use super::records::{Mapping, map_record_fields};
+use super::records::{LinkStyle, Mapping, map_record_text};
 use super::soql::{self, ValidatedQuery};
 use crate::config::{ApiVersion, Config};
 use crate::error::{Crm, CrmProblem, ToolError};
@@ -14,6 +14,7 @@ use crate::proxy;
 use crate::result_file::{self, file_error, fingerprint};
 use crate::tool::Session;
 use serde::Deserialize;
+use serde_json::value::RawValue;
 use std::io::Write;
 
 /// Records returned inline when the caller gives no `max_records`.
@@ -24,15 +25,26 @@ pub const MAX_INLINE_RECORDS: u32 = 2000;
 const PREVIEW_RECORDS: usize = 3;
 
 /// One page of a query answer, `{"totalSize", "done", "nextRecordsUrl"?, "records"}`
-/// (<https://developer.salesforce.com/docs/atlas.en-us.api_rest.meta/api_rest/dome_query.htm>).
-/// `nextRecordsUrl` is there only while `done` is false; `records` always is, empty for
-/// `SELECT COUNT()`, so a page without it is an unexpected answer, not an empty result.
+/// (<https://developer.salesforce.com/docs/atlas.en-us.api_rest.meta/api_rest/dome_query.htm>),
+/// its records still Salesforce's text. `nextRecordsUrl` is there only while `done` is false;
+/// `records` always is, empty for `SELECT COUNT()`, so a page without it is an unexpected
+/// answer, not an empty result.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Page {
+struct WirePage<'a> {
     total_size: u64,
     done: bool,
     #[serde(default)]
+    next_records_url: Option<String>,
+    #[serde(borrow)]
+    records: Vec<&'a RawValue>,
+}
+
+/// A page with its records mapped, in Salesforce's order.
+#[derive(Debug)]
+struct Page {
+    total_size: u64,
+    done: bool,
     next_records_url: Option<String>,
     records: Vec<Record>,
 }
@@ -228,7 +240,8 @@ struct Pager<'a> {
 }
 
 impl Pager<'_> {
-    /// The first page (no locator) or the page at a locator.
+    /// The first page (no locator) or the page at a locator, its records mapped as they are
+    /// read: each goes from Salesforce's text to the answer's in one pass.
     fn fetch(&self, session: &mut Session<'_>, at: Option<&Locator>) -> Result<Page, ToolError> {
         let url = match at {
             Some(locator) => proxy::crm_b(self.config, &["query", &locator.segment()], &[])?,
@@ -239,7 +252,23 @@ impl Pager<'_> {
         }
         let subject = format!("result for the query on {}", self.query.object());
         let response = client::send(session, &Request::read(Crm::Salesforce, url), &subject)?;
-        parse_answer(&response, "the query answer")
+        let page: WirePage<'_> = parse_answer(&response, "the query answer")?;
+        let mapping = Mapping {
+            instance: self.instance,
+            masked: &self.config.policy.masked,
+            links: LinkStyle::Short,
+        };
+        let records = page
+            .records
+            .iter()
+            .map(|record| map_record_text(record, &mapping))
+            .collect::<Result<_, _>>()?;
+        Ok(Page {
+            total_size: page.total_size,
+            done: page.done,
+            next_records_url: page.next_records_url,
+            records,
+        })
     }
 
     /// The page's continuation, refusing an unsafe `nextRecordsUrl`.
@@ -263,15 +292,6 @@ impl Pager<'_> {
         }
     }
 
-    fn map(&self, mut record: Record) -> Result<Record, ToolError> {
-        let mapping = Mapping {
-            instance: self.instance,
-            masked: &self.config.policy.masked,
-        };
-        map_record_fields(&mut record, &mapping)?;
-        Ok(record)
-    }
-
     /// Records inline, up to `max_records` and the byte budget; a cursor for the rest.
     fn inline(
         &self,
@@ -284,18 +304,13 @@ impl Pager<'_> {
         let budget = self.config.results.inline_max_bytes;
         let mut records = Vec::new();
         let mut bytes = 0usize;
-        // Each record is written here only to be measured: one buffer serves them all, rather
-        // than an allocation per record (up to 2,000 a page).
-        let mut scratch = Vec::new();
         loop {
             let start = current.as_ref().map_or(0, |l| l.offset);
             let next = self.next_of(&page)?;
             let count = page.records.len();
             for (i, record) in page.records.into_iter().enumerate() {
-                let record = self.map(record)?;
-                scratch.clear();
-                let size =
-                    serde_json::to_writer(&mut scratch, &record).map_or(0, |()| scratch.len()) + 1;
+                // The record's text and the comma after it.
+                let size = record.get().len() + 1;
                 let full = records.len() >= max_records as usize
                     || (bytes + size > budget && !records.is_empty());
                 if full {
@@ -448,14 +463,15 @@ impl Pager<'_> {
                     out.flush().map_err(|e| file_error(path, e))?;
                     return Ok((count, total, columns, preview, false));
                 }
-                let record = self.map(record)?;
-                for key in record.keys() {
+                let members = record.members().map_err(|e| file_error(path, e.into()))?;
+                for (key, _) in &members.0 {
                     if !columns.iter().any(|c| c == key) {
-                        columns.push(key.clone());
+                        columns.push(key.to_string());
                     }
                 }
-                serde_json::to_writer(&mut out, &record).map_err(|e| file_error(path, e.into()))?;
-                out.write_all(b"\n").map_err(|e| file_error(path, e))?;
+                out.write_all(record.get().as_bytes())
+                    .and_then(|()| out.write_all(b"\n"))
+                    .map_err(|e| file_error(path, e))?;
                 if preview.len() < PREVIEW_RECORDS {
                     preview.push(record);
                 }

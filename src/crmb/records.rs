@@ -1,10 +1,15 @@
-//! Salesforce record JSON made ready for the assistant: `attributes` removed, a `record_url`
-//! added wherever a record has an Id and a type, parents and child rows included.
+//! Salesforce record JSON made ready for the assistant in one pass over Salesforce's text
+//! ([`crate::raw_json`]): `attributes` removed, masked values replaced, a `record_url` added
+//! wherever a record has an Id and a type, parents and child rows included, and every field
+//! left where Salesforce put it, its value's text untouched.
 
+use super::compound::{self, MASKED};
 use super::ids::{ApiName, SalesforceId};
 use super::record_url::InstanceUrl;
 use crate::error::{Crm, CrmProblem, ToolError};
-use serde_json::{Map, Value};
+use crate::raw_json::{self, Members, ObjectText, ObjectWriter};
+use serde_json::Value;
+use serde_json::value::RawValue;
 
 /// Most records nested one inside another (parent lookups and child subquery rows alike) that
 /// are mapped. Salesforce nests at most 5 levels of relationships and 5 of child subqueries, so
@@ -12,65 +17,112 @@ use serde_json::{Map, Value};
 /// wasm stack on a hostile or broken one.
 pub const MAX_RECORD_DEPTH: usize = 32;
 
-/// Maps one record (and everything nested in it) in place; an answer nested deeper than
-/// [`MAX_RECORD_DEPTH`] is refused as a `crm-error`.
-pub fn map_record(record: &mut Value, instance: Option<&InstanceUrl>) -> Result<(), ToolError> {
-    map_at(
-        record,
-        &Mapping {
-            instance,
-            masked: &[],
-        },
-        1,
-    )
+/// Which link a record gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LinkStyle {
+    /// The Lightning record page (`/lightning/r/{object}/{id}/view`): one record's answer.
+    Lightning,
+    /// `{instance}/{Id}`, which Salesforce redirects to the record: half the bytes, for the
+    /// rows of a query, where a link per row is most of what a link costs.
+    Short,
 }
 
-/// What mapping a record needs besides the record: the org for links, and the workspace's
-/// masked fields (by meaning: compounds included, see [`super::compound`]).
+/// What mapping a record needs besides the record: the org and link style for links, and the
+/// workspace's masked fields (by meaning: compounds included, see [`super::compound`]).
 #[derive(Clone, Copy)]
 pub struct Mapping<'a> {
-    /// The org, for each record's `record_url`.
+    /// The org, for each record's `record_url`; no links when unknown.
     pub instance: Option<&'a InstanceUrl>,
     /// The workspace's masked fields, lower-cased.
     pub masked: &'a [String],
+    /// Which link each record gets.
+    pub links: LinkStyle,
 }
 
-/// As [`map_record`], for a record the answer's typed envelope already read as a JSON object.
-pub(crate) fn map_record_fields(
-    fields: &mut Map<String, Value>,
+/// Maps one record (and everything nested in it) from Salesforce's text; anything but an
+/// object, or an answer nested deeper than [`MAX_RECORD_DEPTH`], is a `crm-error`.
+pub(crate) fn map_record_text(
+    record: &RawValue,
     mapping: &Mapping<'_>,
-) -> Result<(), ToolError> {
-    map_fields(fields, mapping, 1)
+) -> Result<ObjectText, ToolError> {
+    let members = Members::of(record).map_err(unreadable)?;
+    let mut out = String::with_capacity(record.get().len() + 64);
+    write_record(&members, mapping, 1, &mut out)?;
+    ObjectText::new(out).map_err(unreadable)
 }
 
-fn map_at(record: &mut Value, mapping: &Mapping<'_>, depth: usize) -> Result<(), ToolError> {
-    match record {
-        Value::Object(fields) => map_fields(fields, mapping, depth),
-        _ => Ok(()),
+/// As [`map_record_text`], for a record held as a `Value` (the fuzzer and property tests):
+/// an object is replaced by its mapping, anything else is left as it is.
+pub fn map_record(record: &mut Value, instance: Option<&InstanceUrl>) -> Result<(), ToolError> {
+    if !record.is_object() {
+        return Ok(());
     }
+    let text = serde_json::value::to_raw_value(record).map_err(unreadable)?;
+    let mapping = Mapping {
+        instance,
+        masked: &[],
+        links: LinkStyle::Lightning,
+    };
+    let mapped = map_record_text(&text, &mapping)?;
+    *record = serde_json::from_str(mapped.get()).map_err(unreadable)?;
+    Ok(())
 }
 
-fn map_fields(
-    fields: &mut Map<String, Value>,
+/// A record Salesforce sent that is not the JSON object it should be.
+fn unreadable(err: serde_json::Error) -> ToolError {
+    CrmProblem::unexpected_answer(
+        Crm::Salesforce,
+        200,
+        format!("a record in the answer was not the expected JSON object: {err}"),
+    )
+    .into()
+}
+
+/// The record's type from its `attributes` (`{"type": "Account", "url": ...}`).
+fn record_type<'a>(members: &Members<'a>) -> Option<&'a str> {
+    let attributes = Members::of(members.get("attributes")?).ok()?;
+    raw_json::plain_str(attributes.get("type")?)
+}
+
+fn write_record(
+    members: &Members<'_>,
     mapping: &Mapping<'_>,
     depth: usize,
+    out: &mut String,
 ) -> Result<(), ToolError> {
     if depth > MAX_RECORD_DEPTH {
         return Err(too_deep());
     }
-    let record_type = fields
-        .remove("attributes")
-        .and_then(|a| a.get("type").and_then(Value::as_str).map(str::to_string));
+    let record_type = record_type(members);
     // Masked before anything is read from it: a compound's value is replaced whole.
-    super::compound::mask_record(fields, record_type.as_deref(), mapping.masked);
-    for (name, value) in fields.iter_mut() {
-        map_nested(name, value, mapping, depth)?;
+    let person = !mapping.masked.is_empty()
+        && compound::has_person_name(record_type, members.0.iter().map(|(k, _)| k.as_ref()));
+    let mut id = None;
+    let mut object = ObjectWriter::open(out);
+    for (name, value) in &members.0 {
+        let name = name.as_ref();
+        match name {
+            "attributes" => continue,
+            "Id" => id = raw_json::plain_str(value),
+            _ => {}
+        }
+        if !mapping.masked.is_empty()
+            && !raw_json::is_null(value)
+            && compound::shows_masked(name, person, mapping.masked).is_some()
+        {
+            object.string(name, MASKED);
+        } else if raw_json::is_object(value) {
+            write_nested(name, value, mapping, depth, object.key(name))?;
+        } else {
+            object.raw(name, value.get());
+        }
     }
-    if let (Some(instance), Some(record_type)) = (mapping.instance, record_type)
-        && let Some(url) = url_for(fields, &record_type, instance)
+    if let (Some(instance), Some(record_type), Some(id)) = (mapping.instance, record_type, id)
+        && let Some(url) = url_for(id, record_type, instance, mapping.links)
     {
-        fields.insert("record_url".into(), Value::String(url));
+        object.string("record_url", &url);
     }
+    object.close();
     Ok(())
 }
 
@@ -87,75 +139,107 @@ fn too_deep() -> ToolError {
     .into()
 }
 
-/// A field value: a parent record (an object with attributes), a child query result
-/// (`{totalSize, done, records}`), or a plain value left as it is.
-fn map_nested(
+/// An object-valued field: a parent record (it has attributes), a child query result
+/// (`{totalSize, done, records}`), or any other object (a compound address), copied as it is.
+fn write_nested(
     name: &str,
-    value: &mut Value,
+    value: &RawValue,
     mapping: &Mapping<'_>,
     depth: usize,
+    out: &mut String,
 ) -> Result<(), ToolError> {
-    let Value::Object(inner) = value else {
+    let inner = Members::of(value).map_err(unreadable)?;
+    if inner.get("attributes").is_some() {
+        return write_record(&inner, mapping, depth + 1, out);
+    }
+    let Some(rows) = inner.get("records") else {
+        out.push_str(value.get());
         return Ok(());
     };
-    if inner.contains_key("attributes") {
-        map_at(value, mapping, depth + 1)?;
-    } else if let Some(Value::Array(rows)) = inner.get_mut("records") {
-        let child_type = rows
-            .first()
-            .and_then(|row| row["attributes"]["type"].as_str())
-            .map(str::to_string);
-        for row in rows.iter_mut() {
-            map_at(row, mapping, depth + 1)?;
-        }
-        let returned = rows.len();
-        if inner.get("done") == Some(&Value::Bool(false)) {
-            mark_incomplete(name, inner, returned, child_type.as_deref());
+    let Ok(rows) = serde_json::from_str::<Vec<&RawValue>>(rows.get()) else {
+        out.push_str(value.get());
+        return Ok(());
+    };
+    let mut child_type = None;
+    let cut = inner.get("done").is_some_and(|d| d.get().trim() == "false");
+    let mut result = ObjectWriter::open(out);
+    for (key, field) in &inner.0 {
+        match key.as_ref() {
+            "records" => {
+                let list = result.key("records");
+                list.push('[');
+                for (i, row) in rows.iter().enumerate() {
+                    if i > 0 {
+                        list.push(',');
+                    }
+                    match Members::of(row) {
+                        Ok(members) => {
+                            if i == 0 {
+                                child_type = record_type(&members);
+                            }
+                            write_record(&members, mapping, depth + 1, list)?;
+                        }
+                        Err(_) => list.push_str(row.get()),
+                    }
+                }
+                list.push(']');
+            }
+            "nextRecordsUrl" if cut => {}
+            key => result.raw(key, field.get()),
         }
     }
+    if cut {
+        let total = inner
+            .get("totalSize")
+            .and_then(|t| t.get().trim().parse::<u64>().ok());
+        result.raw("incomplete", "true");
+        result.string(
+            "note",
+            &incomplete_note(name, rows.len(), total, child_type),
+        );
+    }
+    result.close();
     Ok(())
 }
 
 /// A child subquery Salesforce cut short (`done: false`, the rest behind its own
 /// `nextRecordsUrl`; SOQL and SOSL Reference, "Understanding Query Results"): said plainly,
 /// with how to get every row, instead of passing for the complete list.
-fn mark_incomplete(
+fn incomplete_note(
     relationship: &str,
-    result: &mut Map<String, Value>,
     returned: usize,
+    total: Option<u64>,
     child_type: Option<&str>,
-) {
-    result.remove("nextRecordsUrl");
-    let total = result.get("totalSize").and_then(Value::as_u64);
+) -> String {
     let of_total = total.map(|t| format!(" of {t}")).unwrap_or_default();
     let object = child_type.unwrap_or("the child object");
-    result.insert("incomplete".into(), Value::Bool(true));
-    result.insert(
-        "note".into(),
-        Value::String(format!(
-            "Only {returned}{of_total} {relationship} rows came back with this record. To get \
-             them all, query {object} directly with crmb_run_soql_query, filtering on its lookup \
-             to this record (crmb_get_object_fields with include_child_relationships names the \
-             field)."
-        )),
-    );
+    format!(
+        "Only {returned}{of_total} {relationship} rows came back with this record. To get \
+         them all, query {object} directly with crmb_run_soql_query, filtering on its lookup \
+         to this record (crmb_get_object_fields with include_child_relationships names the \
+         field)."
+    )
 }
 
 fn url_for(
-    fields: &Map<String, Value>,
+    id: &str,
     record_type: &str,
     instance: &InstanceUrl,
+    links: LinkStyle,
 ) -> Option<String> {
     // Aggregate rows (type AggregateResult) have no Id, so they get no URL.
-    let id = SalesforceId::parse(fields.get("Id")?.as_str()?).ok()?;
+    let id = SalesforceId::parse(id).ok()?;
     let object = ApiName::parse(record_type).ok()?;
-    Some(instance.record_url(&object, &id).to_string())
+    Some(match links {
+        LinkStyle::Lightning => instance.record_url(&object, &id).to_string(),
+        LinkStyle::Short => instance.short_record_url(&id),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Map, json};
 
     #[test]
     fn parents_children_and_aggregates() {

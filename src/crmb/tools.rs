@@ -5,10 +5,10 @@ use super::describe::{FieldFilter, ObjectView, RawDescribe, compact};
 use super::errors::{map_error, parse_answer};
 use super::fields::FieldValues;
 use super::ids::{ApiName, SalesforceId};
-use super::outputs::{FetchedRecord, NewRecord, QueryResult, Record, RecordLink, UpdatedRecord};
+use super::outputs::{FetchedRecord, NewRecord, QueryResult, RecordLink, UpdatedRecord};
 use super::query::{self, QueryRequest};
 use super::record_url::InstanceUrl;
-use super::records::{Mapping, map_record_fields};
+use super::records::{LinkStyle, Mapping, map_record_text};
 use crate::error::{Crm, ToolError};
 use crate::http::{Request, WriteMethod};
 use crate::mapping::CreatedRecord;
@@ -17,6 +17,7 @@ use crate::proxy;
 use crate::tool::{CrmEffect, Session, Tool};
 use schemars::JsonSchema;
 use serde::Deserialize;
+use serde_json::value::RawValue;
 
 /// Key prefixes of the standard objects the spec names, to catch an id given for the wrong
 /// object before asking Salesforce.
@@ -146,12 +147,13 @@ impl Tool for GetRecord {
         )?;
         let subject = format!("{} record {}", input.object, input.record_id);
         let response = client::send(session, &Request::read(Crm::Salesforce, url), &subject)?;
-        let mut record: Record = parse_answer(&response, "the record")?;
+        let body: &RawValue = parse_answer(&response, "the record")?;
         let mapping = Mapping {
             instance: instance.as_ref(),
             masked: &config.policy.masked,
+            links: LinkStyle::Lightning,
         };
-        map_record_fields(&mut record, &mapping)?;
+        let record = map_record_text(body, &mapping)?;
         let record_url =
             instance.map(|i| i.record_url(&input.object, &input.record_id).to_string());
         Ok(FetchedRecord { record, record_url })

@@ -63,18 +63,30 @@ pub enum FilePaths {
 }
 
 /// A tool's answer: the JSON as `structuredContent` and as a text block, and a large result's
-/// file also as a `resource_link` the client can read.
+/// file also as a `resource_link` the client can read. The text block is the component's own
+/// compact JSON, passed on as it came rather than serialised again from the parsed copy (which
+/// `structuredContent` needs); only a file path shown as its URI is written anew.
 pub fn success(output: &str, paths: FilePaths) -> CallToolResult {
     let mut value: Value = serde_json::from_str(output).unwrap_or(Value::String(output.into()));
     let name = result_file_name(&value).map(str::to_string);
+    let mut text = None;
     let link = name.map(|name| {
         let uri = format!("{RESULTS_URI_PREFIX}{name}");
         if paths == FilePaths::Resources {
             value["file_path"] = Value::String(uri.clone());
+            text = Some(value.to_string());
         }
         ContentBlock::resource_link(Resource::new(uri, name).with_mime_type(NDJSON))
     });
-    let mut result = CallToolResult::structured(value);
+    let text = match (text, &value) {
+        (Some(text), _) => text,
+        // Not JSON at all: the text as it is, in a JSON string like the structured copy.
+        (None, Value::String(_)) => value.to_string(),
+        (None, _) => output.to_string(),
+    };
+    let mut result = CallToolResult::structured(Value::Null);
+    result.content = vec![ContentBlock::text(text)];
+    result.structured_content = Some(value);
     result.content.extend(link);
     result
 }
@@ -157,8 +169,14 @@ mod tests {
         assert_eq!(content[1]["type"], "resource_link");
         assert_eq!(content[1]["uri"], "crm-results://files/query-1.jsonl");
         assert_eq!(content[1]["mimeType"], NDJSON);
-        let plain = serde_json::to_value(success(r#"{"url":"x"}"#, FilePaths::Local)).unwrap();
+        let component = r#"{"url":"x","b":[1, 2.50]}"#;
+        let plain = serde_json::to_value(success(component, FilePaths::Local)).unwrap();
         assert_eq!(plain["content"].as_array().unwrap().len(), 1);
+        assert_eq!(
+            plain["content"][0]["text"], component,
+            "the component's text is passed on as it came, its order and numbers kept"
+        );
+        assert_eq!(plain["structuredContent"]["b"][1], 2.5);
         let remote = serde_json::to_value(success(out, FilePaths::Resources)).unwrap();
         assert_eq!(
             remote["structuredContent"]["file_path"], "crm-results://files/query-1.jsonl",

@@ -1,6 +1,7 @@
 //! The connected account: `crma_get_account_details`, and `crma_generate_record_url`, which
 //! builds record links from the account's portal id and UI domain.
 
+use crate::config::{Config, hubspot_ui_domain};
 use crate::crma::client::{self, Call};
 use crate::crma::scopes::Operation;
 use crate::crma::types::{ObjectType, RecordId, decode};
@@ -69,20 +70,14 @@ struct Account {
 impl TryFrom<AccountDetails> for Account {
     type Error = ToolError;
     fn try_from(details: AccountDetails) -> Result<Self, ToolError> {
-        let ui_domain = details.ui_domain.to_ascii_lowercase();
-        let is_host = !ui_domain.is_empty()
-            && ui_domain.len() <= 253
-            && ui_domain.split('.').all(|l| {
-                !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
-            });
-        if !is_host || !(ui_domain == "hubspot.com" || ui_domain.ends_with(".hubspot.com")) {
+        let Some(ui_domain) = hubspot_ui_domain(&details.ui_domain) else {
             return Err(CrmProblem::unexpected_answer(
                 Crm::Hubspot,
                 200,
                 "account details: uiDomain is not a hubspot.com host",
             )
             .into());
-        }
+        };
         Ok(Account {
             portal_id: details.portal_id,
             ui_domain,
@@ -106,6 +101,16 @@ pub(crate) struct RecordLinks(Account);
 impl RecordLinks {
     pub(crate) fn read(session: &mut Session<'_>) -> Result<Self, ToolError> {
         Ok(RecordLinks(Account::try_from(account_details(session)?)?))
+    }
+
+    /// The links of the account the tenant's settings name, without asking HubSpot: what a
+    /// search uses, so that a link per record costs no request.
+    pub(crate) fn configured(config: &Config) -> Option<Self> {
+        let portal = config.hubspot_portal.as_ref()?;
+        Some(RecordLinks(Account {
+            portal_id: portal.portal_id,
+            ui_domain: portal.ui_domain.clone(),
+        }))
     }
 
     /// The link that opens record `id` of `object_type`, for the standard types.

@@ -69,7 +69,7 @@ pub(crate) fn page_lines(
         preview: Vec::new(),
     };
     for record in records.into_iter().take(kept) {
-        let found = FoundRecord::from(record);
+        let found = FoundRecord::in_file(record);
         serde_json::to_writer(&mut page.jsonl, &found).expect("a record serialises");
         page.jsonl.push(b'\n');
         if page.preview.len() < preview {
@@ -85,7 +85,7 @@ pub(crate) fn page_lines(
 pub(crate) struct ExportFile {
     /// Where the file is, as the workspace sees it.
     file_path: String,
-    /// How the file is written: each line one record as results gives it (id, properties,
+    /// How the file is written: each line one record (id, properties with all HubSpot sent,
     /// created_at, updated_at), in ascending id order.
     format: FileFormat,
     /// How many records the file holds.

@@ -120,20 +120,75 @@ fn answers_map_and_warn_past_ten_thousand() {
 /// The search answer of HubSpot's reference (cited on [`SearchAnswer`]), as it shows it.
 #[test]
 fn a_search_answer_reads_as_hubspot_documents_it() {
-    let answer: SearchAnswer = serde_json::from_value(json!({
+    let text = json!({
         "total": 123,
         "results": [{"archived": false, "createdAt": "2019-10-30T03:30:17.883Z", "id": "512",
                      "properties": {"property_checkbox": "false", "property_date": "1572480000000", "property_string": "value"},
                      "updatedAt": "2019-12-07T16:50:06.678Z"}],
         "paging": {"next": {"after": "NTI1Cg%3D%3D", "link": "?after=NTI1Cg%3D%3D"},
                    "prev": {"before": "MQ%3D%3D", "link": "?before=MQ%3D%3D"}}
-    }))
-    .unwrap();
+    })
+    .to_string();
+    let answer: SearchPageText<'_> = serde_json::from_str(&text).unwrap();
+    let shown = Shown {
+        asked: &[],
+        include_empty: false,
+        links: None,
+    };
     assert_eq!(
-        serde_json::to_value(output(answer)).unwrap(),
-        json!({"results": [{"id": "512", "properties": {"property_checkbox": "false", "property_date": "1572480000000", "property_string": "value"},
-                            "created_at": "2019-10-30T03:30:17.883Z", "updated_at": "2019-12-07T16:50:06.678Z"}],
+        serde_json::to_value(output(answer, &shown).unwrap()).unwrap(),
+        json!({"results": [{"id": "512", "properties": {"property_checkbox": "false", "property_date": "1572480000000", "property_string": "value"}}],
                "total": 123, "next_cursor": "NTI1Cg%3D%3D"})
+    );
+}
+
+/// A contact as a search answers it when firstname and email are asked for: HubSpot adds
+/// hs_object_id, createdate and lastmodifieddate, and sends an empty property as null
+/// (reference page cited on [`SearchAnswer`]). The page shows what was asked for, with a
+/// link when the account is known.
+#[test]
+fn a_page_shows_what_was_asked_for_and_links_each_record() {
+    let text = json!({
+            "total": 1,
+            "results": [{"id": "357201", "archived": false,
+                         "createdAt": "2025-02-02T10:00:00.000Z", "updatedAt": "2025-02-03T10:00:00.000Z",
+                         "properties": {"createdate": "2025-02-02T10:00:00.000Z", "email": null,
+                                        "firstname": "Ada", "hs_object_id": "357201",
+                                        "lastmodifieddate": "2025-02-03T10:00:00.000Z"}}]
+    })
+    .to_string();
+    let answer = || -> SearchPageText<'_> { serde_json::from_str(&text).unwrap() };
+    let config = crate::harness::config(&[(crate::config::keys::CRM_A_PORTAL_ID, "12345678")]);
+    let contacts = ObjectType::parse("contacts").unwrap();
+    let asked = [
+        PropertyName::parse("firstname").unwrap(),
+        PropertyName::parse("email").unwrap(),
+    ];
+    let shown = Shown {
+        asked: &asked,
+        include_empty: false,
+        links: RecordLinks::configured(&config).map(|links| (links, &contacts)),
+    };
+    let out = serde_json::to_value(output(answer(), &shown).unwrap()).unwrap();
+    assert_eq!(
+        out["results"][0],
+        json!({"id": "357201", "properties": {"firstname": "Ada"},
+               "record_url": "https://app.hubspot.com/contacts/12345678/record/0-1/357201"})
+    );
+    let asked = [
+        PropertyName::parse("hs_object_id").unwrap(),
+        PropertyName::parse("createdate").unwrap(),
+    ];
+    let everything = Shown {
+        asked: &asked,
+        include_empty: true,
+        links: None,
+    };
+    let out = serde_json::to_value(output(answer(), &everything).unwrap()).unwrap();
+    assert_eq!(
+        out["results"][0]["properties"],
+        json!({"createdate": "2025-02-02T10:00:00.000Z", "email": null, "firstname": "Ada", "hs_object_id": "357201"}),
+        "what is asked for by name comes, and include_empty keeps the empty"
     );
 }
 

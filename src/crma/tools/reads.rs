@@ -2,10 +2,11 @@
 
 use super::after;
 use crate::crma::client::{self, Call};
+use crate::crma::metadata::account::RecordLinks;
 use crate::crma::properties;
 use crate::crma::scopes::Operation;
 use crate::crma::search::export::{self, ExportPlan};
-use crate::crma::search::{self, FilterGroup, Search, SearchAnswer, SearchOutput, Sort};
+use crate::crma::search::{self, FilterGroup, Search, SearchOutput, Shown, Sort};
 use crate::crma::types::{ObjectType, PropertyName, RecordId};
 use crate::crma::wire::RecordObject;
 use crate::error::ToolError;
@@ -43,6 +44,9 @@ pub struct SearchInput {
     /// next_cursor from the previous page.
     #[serde(default)]
     pub cursor: Option<String>,
+    /// true keeps properties that have no value, as null; by default they are left out.
+    #[serde(default)]
+    pub include_empty: bool,
     /// true writes every match, past the 10,000 a search can page through, to a JSON Lines
     /// file in the workspace's results directory, in hs_object_id order, and answers with
     /// file_path, record_count and a preview instead of results. Not with cursor, sorts or
@@ -107,6 +111,7 @@ impl Tool for SearchRecords {
         let after = after(&input.cursor)?;
         let string_properties =
             string_properties_in(session, &input.object_type, &input.filter_groups)?;
+        let links = RecordLinks::configured(session.config()?);
         let search = Search {
             object_type: input.object_type.clone(),
             filter_groups: input.filter_groups,
@@ -117,7 +122,14 @@ impl Tool for SearchRecords {
             after,
             string_properties,
         };
-        Ok(search::output(run_search(session, &search)?))
+        let shown = Shown {
+            asked: &search.properties,
+            include_empty: input.include_empty,
+            links: links.map(|links| (links, &input.object_type)),
+        };
+        run_search(session, &search, |body| {
+            search::output(serde_json::from_slice(body)?, &shown)
+        })
     }
 }
 
@@ -153,7 +165,12 @@ fn string_properties_in(
     }
 }
 
-fn run_search(session: &mut Session<'_>, search: &Search) -> Result<SearchAnswer, ToolError> {
+/// Sends one search and reads its answer with `read`, which maps the page from HubSpot's text.
+fn run_search<T>(
+    session: &mut Session<'_>,
+    search: &Search,
+    read: impl FnOnce(&[u8]) -> Result<T, serde_json::Error>,
+) -> Result<T, ToolError> {
     let body = search.body()?;
     let object = search.object_type.as_str().to_string();
     let call = Call::get(
@@ -163,7 +180,7 @@ fn run_search(session: &mut Session<'_>, search: &Search) -> Result<SearchAnswer
     )
     // A search is a POST that only reads: safe to retry.
     .searching(body);
-    client::send_for(session, call)
+    client::send_reading(session, call, read)
 }
 
 /// Input of `crma_get_record`.

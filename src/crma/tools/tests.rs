@@ -589,8 +589,8 @@ fn reads_missing_a_required_field_name_it() {
         (
             run::<SearchRecords>,
             json!({"object_type": "deals"}),
-            r#"{"total":1,"results":[{"id":"5","properties":{},"updatedAt":"2026-02-01T00:00:00Z"}]}"#,
-            "createdAt",
+            r#"{"total":1,"results":[{"id":"5","createdAt":"2026-01-01T00:00:00Z","updatedAt":"2026-02-01T00:00:00Z"}]}"#,
+            "properties",
         ),
         (
             run::<GetRecord>,

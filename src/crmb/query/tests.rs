@@ -118,10 +118,8 @@ fn three_full_pages_come_back_within_budget() {
     assert!(all[0].get("attributes").is_none());
     assert_eq!(
         all[0]["record_url"],
-        format!(
-            "https://acme.lightning.force.com/lightning/r/Opportunity/{}/view",
-            opportunity_id(0)
-        )
+        format!("https://acme.my.salesforce.com/{}", opportunity_id(0)),
+        "query rows link by the short form Salesforce redirects to the record"
     );
     assert!(
         all[0]["Account"].get("record_url").is_none(),
@@ -602,7 +600,7 @@ fn a_query_answer_of_another_shape_is_refused_naming_the_field() {
         ),
         (
             json!({"done": true, "totalSize": 1, "records": ["Test 1"]}),
-            "expected a map",
+            "expected a JSON object",
         ),
     ] {
         let mut t = ScriptedTransport::new([response(200, &answer.to_string())]);

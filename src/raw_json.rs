@@ -1,0 +1,232 @@
+//! Records passed from a CRM's answer to the tool's answer in one pass over the text: an object's
+//! members are read as borrowed JSON text ([`Members`]), in the order the CRM sent them, and
+//! written out again ([`ObjectWriter`]) with only what the mapping changes. No `Value` tree is
+//! built for a record and serialised again, and every field keeps its place.
+
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
+use serde::{Serialize, Serializer};
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+use std::fmt;
+
+/// One JSON object's members as the CRM sent them: each name (borrowed unless it had escapes)
+/// and its value's text, unparsed.
+#[derive(Debug, Default)]
+pub(crate) struct Members<'a>(pub(crate) Vec<(Cow<'a, str>, &'a RawValue)>);
+
+impl<'a> Members<'a> {
+    /// Reads the members of `object`, which must be a JSON object.
+    pub(crate) fn of(object: &'a RawValue) -> Result<Self, serde_json::Error> {
+        serde_json::from_str(object.get())
+    }
+
+    /// The text of the member `name` (exact case), if present.
+    pub(crate) fn get(&self, name: &str) -> Option<&'a RawValue> {
+        self.0.iter().find(|(k, _)| k == name).map(|(_, v)| *v)
+    }
+}
+
+impl<'de> Deserialize<'de> for Members<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct MembersVisitor;
+        impl<'de> Visitor<'de> for MembersVisitor {
+            type Value = Members<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
+                let mut members = Vec::with_capacity(map.size_hint().unwrap_or(16));
+                while let Some(Key(name)) = map.next_key()? {
+                    members.push((name, map.next_value()?));
+                }
+                Ok(Members(members))
+            }
+        }
+        deserializer.deserialize_map(MembersVisitor)
+    }
+}
+
+/// A member name, borrowed from the answer when it has no escapes.
+struct Key<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a member name")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Borrowed(v)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v.to_string())))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Key<'de>, E> {
+                Ok(Key(Cow::Owned(v)))
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
+    }
+}
+
+/// The text of a JSON string value, when `value` is a string without escapes (record ids,
+/// type names): read without allocating.
+pub(crate) fn plain_str(value: &RawValue) -> Option<&str> {
+    let text = value.get().trim();
+    let inner = text.strip_prefix('"')?.strip_suffix('"')?;
+    (!inner.contains(['\\', '"'])).then_some(inner)
+}
+
+/// Whether a value's text is JSON `null`.
+pub(crate) fn is_null(value: &RawValue) -> bool {
+    value.get().trim() == "null"
+}
+
+/// Whether a value's text is a JSON object.
+pub(crate) fn is_object(value: &RawValue) -> bool {
+    value.get().trim_start().starts_with('{')
+}
+
+/// Writes one JSON object member by member into a text buffer.
+pub(crate) struct ObjectWriter<'o> {
+    out: &'o mut String,
+    first: bool,
+}
+
+impl<'o> ObjectWriter<'o> {
+    /// Starts an object at the end of `out`.
+    pub(crate) fn open(out: &'o mut String) -> Self {
+        out.push('{');
+        ObjectWriter { out, first: true }
+    }
+
+    /// Writes `"name":` and hands back the buffer for the value, which the caller must write.
+    pub(crate) fn key(&mut self, name: &str) -> &mut String {
+        if !self.first {
+            self.out.push(',');
+        }
+        self.first = false;
+        push_str(self.out, name);
+        self.out.push(':');
+        self.out
+    }
+
+    /// A member whose value is JSON text already (checked when it was read).
+    pub(crate) fn raw(&mut self, name: &str, value: &str) {
+        self.key(name).push_str(value);
+    }
+
+    /// A member whose value is a string.
+    pub(crate) fn string(&mut self, name: &str, value: &str) {
+        let out = self.key(name);
+        push_str(out, value);
+    }
+
+    /// Ends the object.
+    pub(crate) fn close(self) {
+        self.out.push('}');
+    }
+}
+
+/// Appends `text` as a JSON string. Names and values without characters to escape, nearly all
+/// of them, are copied as they are.
+pub(crate) fn push_str(out: &mut String, text: &str) {
+    if text.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.reserve(text.len() + 2);
+        out.push('"');
+        out.push_str(text);
+        out.push('"');
+    } else {
+        let escaped = serde_json::to_string(text).expect("a string serialises");
+        out.push_str(&escaped);
+    }
+}
+
+/// A JSON object written by a mapper, carried to the tool's answer as text: serialised as it
+/// is, and described in the output schema as an open object, which clients validate in one
+/// step rather than field by field.
+#[derive(Debug, Clone)]
+pub(crate) struct ObjectText(Box<RawValue>);
+
+impl ObjectText {
+    /// Wraps text a mapper wrote. The text is checked once here, so a mapping mistake is a
+    /// typed error rather than broken JSON in an answer.
+    pub(crate) fn new(text: String) -> Result<Self, serde_json::Error> {
+        RawValue::from_string(text).map(ObjectText)
+    }
+
+    /// A map already held as a `Value` tree, written as text.
+    pub(crate) fn of(map: &serde_json::Map<String, serde_json::Value>) -> Self {
+        ObjectText(serde_json::value::to_raw_value(map).expect("a JSON map serialises"))
+    }
+
+    /// The object's JSON text.
+    pub(crate) fn get(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The object's members, in order.
+    pub(crate) fn members(&self) -> Result<Members<'_>, serde_json::Error> {
+        Members::of(&self.0)
+    }
+}
+
+impl Serialize for ObjectText {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl JsonSchema for ObjectText {
+    fn schema_name() -> Cow<'static, str> {
+        "ObjectText".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "object"})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn members_keep_the_order_and_text_they_came_in() {
+        let raw: Box<RawValue> =
+            serde_json::from_str(r#"{"b":1.50,"a":{"x":[1, 2]},"c\u0041":"q\"t","d":null}"#)
+                .unwrap();
+        let members = Members::of(&raw).unwrap();
+        let names: Vec<&str> = members.0.iter().map(|(k, _)| k.as_ref()).collect();
+        assert_eq!(names, ["b", "a", "cA", "d"]);
+        assert_eq!(members.get("b").unwrap().get(), "1.50");
+        assert_eq!(members.get("a").unwrap().get(), r#"{"x":[1, 2]}"#);
+        assert!(is_object(members.get("a").unwrap()));
+        assert!(is_null(members.get("d").unwrap()));
+        assert_eq!(plain_str(members.get("cA").unwrap()), None, "escaped");
+        assert!(Members::of(&RawValue::from_string("[1]".into()).unwrap()).is_err());
+    }
+
+    #[test]
+    fn written_objects_are_valid_json_whatever_the_names() {
+        let mut out = String::new();
+        let mut object = ObjectWriter::open(&mut out);
+        object.raw("n", "12");
+        object.string("s\"q", "line\nbreak");
+        object.close();
+        let text = ObjectText::new(out).unwrap();
+        let back: serde_json::Value = serde_json::from_str(text.get()).unwrap();
+        assert_eq!(back, serde_json::json!({"n": 12, "s\"q": "line\nbreak"}));
+        assert_eq!(
+            serde_json::to_string(&[&text]).unwrap(),
+            format!("[{}]", text.get())
+        );
+    }
+}
