@@ -75,6 +75,13 @@ pub async fn figures(runtime: &Arc<Runtime>, wasm: &[u8]) {
         runs(),
         guest_work.as_secs_f64() / native_work.as_secs_f64()
     );
+    println!(
+        "answer sizes for those {RECORDS} records: {} bytes of Salesforce page in, {} bytes of \
+         tool answer out ({} per record, link included)",
+        page.len(),
+        native_answer.len(),
+        native_answer.len() / RECORDS as usize
+    );
 }
 
 /// The page `crm_sandbox::stub::query_pages` serves, as bytes.

@@ -253,11 +253,13 @@ async fn the_sandbox_answers_all_six_crmb_tools() {
     };
     let open = output(run("crmb_run_soql_query", json!({"query": "SELECT Id, Name, Amount, CloseDate, Account.Name FROM Opportunity WHERE IsClosed = false AND CloseDate = THIS_MONTH ORDER BY Amount DESC"})).await);
     let first = &open["records"][0];
-    assert!(
-        first["record_url"]
-            .as_str()
-            .unwrap()
-            .starts_with("https://acme-sandbox.lightning.force.com/lightning/r/Opportunity/")
+    assert_eq!(
+        first["record_url"],
+        format!(
+            "https://acme-sandbox.my.salesforce.com/{}",
+            first["Id"].as_str().unwrap()
+        ),
+        "a query row links by the short form, which opens the record"
     );
     assert!(
         first["Account"]["record_url"].is_null(),
