@@ -177,7 +177,7 @@ fn refusal(field: &str, masked: &str) -> String {
 }
 
 /// Replaces in one record (not its nested ones) every value that would show a masked field:
-/// the rule [`super::records`] applies as it maps, over a `Value` for these tests.
+/// the rule the record mapper applies as it maps, over a `Value` for these tests.
 #[cfg(test)]
 fn mask_record(fields: &mut Map<String, Value>, record_type: Option<&str>, masked: &[String]) {
     if masked.is_empty() {
