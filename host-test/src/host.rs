@@ -133,6 +133,8 @@ pub struct Host {
     tasks: crate::tasks::TaskBoard,
     /// Holds requests until their account has room; none by default (see [`Host::with_pacer`]).
     pacer: Option<crate::pacing::Pacer>,
+    /// The form of every answer an MCP client gets (see [`Host::with_answer_form`]).
+    answer_form: crate::answer_form::AnswerForm,
 }
 
 impl Host {
@@ -145,6 +147,7 @@ impl Host {
             swaps: tokio::sync::broadcast::channel(64).0,
             tasks: crate::tasks::TaskBoard::default(),
             pacer: None,
+            answer_form: crate::answer_form::AnswerForm::default(),
         }
     }
 
@@ -153,6 +156,18 @@ impl Host {
     pub fn with_pacer(mut self, pacer: crate::pacing::Pacer) -> Self {
         self.pacer = Some(pacer);
         self
+    }
+
+    /// Gives MCP clients every answer in `form`: structured with text beside it (the
+    /// default), or text alone.
+    pub fn with_answer_form(mut self, form: crate::answer_form::AnswerForm) -> Self {
+        self.answer_form = form;
+        self
+    }
+
+    /// The form of every answer an MCP client gets.
+    pub fn answer_form(&self) -> crate::answer_form::AnswerForm {
+        self.answer_form
     }
 
     /// The calls running in the background as tasks, each its owner's only.

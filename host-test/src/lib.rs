@@ -8,6 +8,7 @@
 //! the sandbox CRM and the scripted stub live in the test-support crate `crm-sandbox`. An [`audit::AuditLog`] records every call
 //! and request.
 
+pub mod answer_form;
 pub mod audit;
 pub mod backend;
 pub mod bindings;

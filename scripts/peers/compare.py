@@ -52,7 +52,7 @@ def servers(a, stub):
             "--instance-url", "https://acme.my.salesforce.com",
             # scratch state, and no pacing (the peers pace nothing either)
             "--data-dir", os.path.join(a.scratch, "data"), "--cache-dir", os.path.join(a.scratch, "cache"),
-            "--pace", "off"] + (["--ca-cert", stub["ca"]] if stub["ca"] else [])
+            "--pace", "off", "--answers", a.answers] + (["--ca-cert", stub["ca"]] if stub["ca"] else [])
     return {
         # The broker knows the connected HubSpot portal, as it knows the Salesforce org's URL:
         # with it every HubSpot record carries a link, as every Salesforce row does.
@@ -152,6 +152,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--tls", action="store_true", help="everyone reaches the stub over HTTPS")
+    ap.add_argument("--answers", choices=["structured", "text"], default="structured",
+                    help="ours: structuredContent with the text beside it (the default), or the text alone")
     a = ap.parse_args()
     a.ours = os.path.abspath(a.ours)
 
@@ -186,6 +188,7 @@ def main():
     med = lambda label, side, k: statistics.median(got[(label, side)][k])
     ms = lambda s: f"{s * 1000:.2f} ms"
     build = "debug build: not final figures" if "/debug/" in a.ours else "release build"
+    build += f", --answers {a.answers}"
     print(f"\nours: {a.ours} ({build}); peers: @tsmztech/mcp-server-salesforce, @hubspot/mcp-server "
           f"on node {subprocess.run([a.node, '--version'], capture_output=True, text=True).stdout.strip()}; "
           f"stub over {'HTTPS' if a.tls else 'HTTP'}; {a.rounds} rounds x {a.calls} calls "

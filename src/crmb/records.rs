@@ -306,6 +306,46 @@ mod tests {
         assert!(record["Opportunities"].get("incomplete").is_none());
     }
 
+    /// A query row as Salesforce sends it ("Execute a SOQL Query", REST API Developer Guide):
+    /// `attributes` first, then the fields in the order the query selected them.
+    #[test]
+    fn fields_keep_salesforces_order_and_their_text() {
+        let instance = InstanceUrl::parse("https://acme.my.salesforce.com").unwrap();
+        let row: Box<RawValue> = serde_json::from_str(
+            r#"{"attributes":{"type":"Opportunity","url":"/services/data/v65.0/sobjects/Opportunity/006000000000001AAA"},"Name":"Big deal","Amount":1250.50,"Id":"006000000000001AAA","CloseDate":"2026-12-01","Account":{"attributes":{"type":"Account","url":"/a"},"Name":"Acme","Id":"001000000000001AAA"},"Description":null}"#,
+        )
+        .unwrap();
+        let mapping = Mapping {
+            instance: Some(&instance),
+            masked: &[],
+            links: LinkStyle::Short,
+        };
+        let mapped = map_record_text(&row, &mapping).unwrap();
+        assert_eq!(
+            mapped.get(),
+            r#"{"Name":"Big deal","Amount":1250.50,"Id":"006000000000001AAA","CloseDate":"2026-12-01","Account":{"Name":"Acme","Id":"001000000000001AAA","record_url":"https://acme.my.salesforce.com/001000000000001AAA"},"Description":null,"record_url":"https://acme.my.salesforce.com/006000000000001AAA"}"#
+        );
+    }
+
+    #[test]
+    fn masked_values_are_replaced_where_they_stand() {
+        let row: Box<RawValue> = serde_json::from_str(
+            r#"{"attributes":{"type":"Contact"},"LastName":"Lovelace","Email":"ada@example.com","Name":"Ada Lovelace","Phone":null}"#,
+        )
+        .unwrap();
+        let masked = ["lastname".to_string(), "phone".to_string()];
+        let mapping = Mapping {
+            instance: None,
+            masked: &masked,
+            links: LinkStyle::Short,
+        };
+        assert_eq!(
+            map_record_text(&row, &mapping).unwrap().get(),
+            r#"{"LastName":"[masked by workspace policy]","Email":"ada@example.com","Name":"[masked by workspace policy]","Phone":null}"#,
+            "a masked part masks its compound Name; an empty value stays empty"
+        );
+    }
+
     #[test]
     fn without_an_instance_url_attributes_still_go() {
         let mut record = json!({"attributes": {"type": "Account"}, "Id": "001000000000001AAA"});

@@ -225,6 +225,17 @@ struct Options {
     no_cache: bool,
     #[command(flatten)]
     pace: store::PaceArgs,
+    /// How `mcp` and `serve` give each tool answer: `structured` (structuredContent and the
+    /// same JSON as text, with output schemas: MCP's recommended form) or `text` (the text
+    /// alone, no output schemas: half the bytes, for clients that pass only text to the model).
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        env = "CRM_HOST_ANSWERS",
+        default_value = "structured"
+    )]
+    answers: crate::answer_form::AnswerForm,
 }
 
 /// Parses the command line and runs it; `built_in` answers when no broker is given.
@@ -350,7 +361,7 @@ async fn run(
             }
         };
     let sandbox = options.proxy_base.is_none();
-    let mut host = Host::new(runtime, backend, audit.clone());
+    let mut host = Host::new(runtime, backend, audit.clone()).with_answer_form(options.answers);
     if let Some(pacer) = stores.pacer(&options.pace) {
         host = host.with_pacer(pacer);
     }

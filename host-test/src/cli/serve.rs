@@ -134,7 +134,7 @@ pub(super) async fn serve_http(
     let metrics = Arc::new(Metrics::default());
     let audit = audit_log(options)?.observed_by(metrics.clone());
     let jwks_backend: Arc<dyn Backend> = Arc::new(network_backend(options, &runtime)?);
-    let mut host = Host::new(runtime, backend, audit.clone());
+    let mut host = Host::new(runtime, backend, audit.clone()).with_answer_form(options.answers);
     if let Some(pacer) = stores.pacer(&options.pace) {
         host = host.with_pacer(pacer);
     }

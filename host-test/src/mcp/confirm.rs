@@ -183,7 +183,11 @@ async fn apply(
     let mut applying = call;
     applying.input = with(&input, "confirmation_token", json!(token));
     match host.call_until(applying, cancelled.cancelled_owned()).await {
-        Ok(output) => Ok(convert::success(&output, convert::FilePaths::Resources)),
+        Ok(output) => Ok(convert::success(
+            &output,
+            convert::FilePaths::Resources,
+            host.answer_form(),
+        )),
         Err(err) => convert::failure(err),
     }
 }

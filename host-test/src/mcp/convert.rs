@@ -2,6 +2,7 @@
 //! titles, annotations and output schemas; tool results with structured content; result files
 //! as resource links. No I/O here, so all of it is unit-tested natively.
 
+use crate::answer_form::AnswerForm;
 use crate::bindings::{ToolMetadata, ToolSpec};
 use crate::host::CallError;
 use rmcp::ErrorData as McpError;
@@ -16,8 +17,9 @@ pub const RESULTS_URI_PREFIX: &str = "crm-results://files/";
 /// The media type of a result file (JSON Lines).
 pub const NDJSON: &str = "application/x-ndjson";
 
-/// One MCP tool from the component's spec and metadata rows (matched by name).
-pub fn tool(spec: &ToolSpec, meta: Option<&ToolMetadata>) -> Tool {
+/// One MCP tool from the component's spec and metadata rows (matched by name); its output
+/// schema only when answers are structured.
+pub fn tool(spec: &ToolSpec, meta: Option<&ToolMetadata>, form: AnswerForm) -> Tool {
     let mut tool = Tool::new(
         spec.name.clone(),
         spec.description.clone(),
@@ -25,16 +27,16 @@ pub fn tool(spec: &ToolSpec, meta: Option<&ToolMetadata>) -> Tool {
     );
     if let Some(meta) = meta {
         let a = &meta.annotations;
-        tool = tool
-            .with_title(meta.title.clone())
-            .with_raw_output_schema(Arc::new(object(&meta.output_schema)))
-            .with_annotations(
-                ToolAnnotations::new()
-                    .read_only(a.read_only)
-                    .destructive(a.destructive)
-                    .idempotent(a.idempotent)
-                    .open_world(a.open_world),
-            );
+        if form == AnswerForm::Structured {
+            tool = tool.with_raw_output_schema(Arc::new(object(&meta.output_schema)));
+        }
+        tool = tool.with_title(meta.title.clone()).with_annotations(
+            ToolAnnotations::new()
+                .read_only(a.read_only)
+                .destructive(a.destructive)
+                .idempotent(a.idempotent)
+                .open_world(a.open_world),
+        );
     } else {
         tool = tool.with_annotations(ToolAnnotations::new().read_only(spec.read_only));
     }
@@ -62,11 +64,15 @@ pub enum FilePaths {
     Resources,
 }
 
-/// A tool's answer: the JSON as `structuredContent` and as a text block, and a large result's
-/// file also as a `resource_link` the client can read. The text block is the component's own
-/// compact JSON, passed on as it came rather than serialised again from the parsed copy (which
-/// `structuredContent` needs); only a file path shown as its URI is written anew.
-pub fn success(output: &str, paths: FilePaths) -> CallToolResult {
+/// A tool's answer: the JSON as a text block, and as `structuredContent` when answers are
+/// structured; a large result's file also as a `resource_link` the client can read. The text
+/// block is the component's own compact JSON, passed on as it came; the answer is parsed only
+/// for `structuredContent` or to show a file's path as its URI.
+pub fn success(output: &str, paths: FilePaths, form: AnswerForm) -> CallToolResult {
+    let names_a_file = output.contains("\"file_path\"");
+    if form == AnswerForm::Text && !names_a_file {
+        return CallToolResult::success(vec![ContentBlock::text(output.to_string())]);
+    }
     let mut value: Value = serde_json::from_str(output).unwrap_or(Value::String(output.into()));
     let name = result_file_name(&value).map(str::to_string);
     let mut text = None;
@@ -84,9 +90,10 @@ pub fn success(output: &str, paths: FilePaths) -> CallToolResult {
         (None, Value::String(_)) => value.to_string(),
         (None, _) => output.to_string(),
     };
-    let mut result = CallToolResult::structured(Value::Null);
-    result.content = vec![ContentBlock::text(text)];
-    result.structured_content = Some(value);
+    let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
+    if form == AnswerForm::Structured {
+        result.structured_content = Some(value);
+    }
     result.content.extend(link);
     result
 }
@@ -142,7 +149,8 @@ mod tests {
                 open_world: true,
             },
         };
-        let wire = serde_json::to_value(tool(&spec(), Some(&meta))).unwrap();
+        let wire =
+            serde_json::to_value(tool(&spec(), Some(&meta), AnswerForm::Structured)).unwrap();
         assert_eq!(wire["title"], "Update a Salesforce record");
         assert_eq!(wire["inputSchema"]["additionalProperties"], false);
         assert_eq!(wire["outputSchema"]["properties"]["id"]["type"], "string");
@@ -150,12 +158,19 @@ mod tests {
         assert_eq!(wire["annotations"]["readOnlyHint"], false);
         assert_eq!(wire["annotations"]["idempotentHint"], true);
         assert_eq!(wire["annotations"]["openWorldHint"], true);
+        let text_only = serde_json::to_value(tool(&spec(), Some(&meta), AnswerForm::Text)).unwrap();
+        assert!(
+            text_only.get("outputSchema").is_none(),
+            "a client refuses a result without structuredContent from a tool with a schema"
+        );
+        assert_eq!(text_only["title"], "Update a Salesforce record");
     }
 
     #[test]
     fn an_answer_is_structured_and_text_and_a_file_is_a_link() {
         let out = r#"{"file_path":"/tmp/r/acme/query-1.jsonl","record_count":3}"#;
-        let wire = serde_json::to_value(success(out, FilePaths::Local)).unwrap();
+        let wire =
+            serde_json::to_value(success(out, FilePaths::Local, AnswerForm::Structured)).unwrap();
         assert_eq!(
             wire["structuredContent"]["file_path"],
             "/tmp/r/acme/query-1.jsonl"
@@ -170,14 +185,18 @@ mod tests {
         assert_eq!(content[1]["uri"], "crm-results://files/query-1.jsonl");
         assert_eq!(content[1]["mimeType"], NDJSON);
         let component = r#"{"url":"x","b":[1, 2.50]}"#;
-        let plain = serde_json::to_value(success(component, FilePaths::Local)).unwrap();
+        let plain =
+            serde_json::to_value(success(component, FilePaths::Local, AnswerForm::Structured))
+                .unwrap();
         assert_eq!(plain["content"].as_array().unwrap().len(), 1);
         assert_eq!(
             plain["content"][0]["text"], component,
             "the component's text is passed on as it came, its order and numbers kept"
         );
         assert_eq!(plain["structuredContent"]["b"][1], 2.5);
-        let remote = serde_json::to_value(success(out, FilePaths::Resources)).unwrap();
+        let remote =
+            serde_json::to_value(success(out, FilePaths::Resources, AnswerForm::Structured))
+                .unwrap();
         assert_eq!(
             remote["structuredContent"]["file_path"], "crm-results://files/query-1.jsonl",
             "a remote client never sees the server's paths"
@@ -188,6 +207,26 @@ mod tests {
                 .unwrap()
                 .contains("/tmp/")
         );
+    }
+
+    #[test]
+    fn a_text_answer_is_one_copy_and_still_links_its_file() {
+        let component =
+            r#"{"records":[{"Id":"001","record_url":"https://acme.my.salesforce.com/001"}]}"#;
+        let wire =
+            serde_json::to_value(success(component, FilePaths::Local, AnswerForm::Text)).unwrap();
+        assert!(wire.get("structuredContent").is_none());
+        assert_eq!(wire["content"].as_array().unwrap().len(), 1);
+        assert_eq!(wire["content"][0]["text"], component);
+        assert_eq!(wire["isError"], false);
+        let file = r#"{"file_path":"/tmp/r/acme/query-1.jsonl","record_count":3}"#;
+        let remote =
+            serde_json::to_value(success(file, FilePaths::Resources, AnswerForm::Text)).unwrap();
+        assert!(remote.get("structuredContent").is_none());
+        let text: Value =
+            serde_json::from_str(remote["content"][0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(text["file_path"], "crm-results://files/query-1.jsonl");
+        assert_eq!(remote["content"][1]["type"], "resource_link");
     }
 
     #[test]

@@ -5,11 +5,13 @@
 
 use super::Principal;
 use super::convert::{NDJSON, RESULTS_URI_PREFIX, tool_error};
+use crate::answer_form::AnswerForm;
 use crate::files::path_in;
 use crate::host::Host;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
-    CallToolResult, ReadResourceResult, Resource, ResourceContents, Tool, ToolAnnotations,
+    CallToolResult, ContentBlock, ReadResourceResult, Resource, ResourceContents, Tool,
+    ToolAnnotations,
 };
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -174,8 +176,9 @@ fn default_limit() -> usize {
     200
 }
 
-/// The [`READ_TOOL`] listing: read-only, closed-world (it reads the host's files only).
-pub fn read_tool() -> Tool {
+/// The [`READ_TOOL`] listing: read-only, closed-world (it reads the host's files only); its
+/// output schema only when answers are structured.
+pub fn read_tool(form: AnswerForm) -> Tool {
     let input = json!({
         "type": "object",
         "additionalProperties": false,
@@ -197,21 +200,26 @@ pub fn read_tool() -> Tool {
             "done": {"type": "boolean", "description": "True when no records follow."}
         }
     });
-    Tool::new(
+    let tool = Tool::new(
         READ_TOOL,
         "Page through a large query result file (JSON Lines) that crmb_run_soql_query wrote: \
          give the file and an offset; answers up to limit records and the next offset.",
         Arc::new(input.as_object().cloned().unwrap_or_default()),
     )
     .with_title("Read a result file")
-    .with_raw_output_schema(Arc::new(output.as_object().cloned().unwrap_or_default()))
     .with_annotations(
         ToolAnnotations::new()
             .read_only(true)
             .destructive(false)
             .idempotent(true)
             .open_world(false),
-    )
+    );
+    match form {
+        AnswerForm::Structured => {
+            tool.with_raw_output_schema(Arc::new(output.as_object().cloned().unwrap_or_default()))
+        }
+        AnswerForm::Text => tool,
+    }
 }
 
 /// Runs [`READ_TOOL`]; a wrong input is a tool error the model can correct.
@@ -259,5 +267,8 @@ pub fn read_tool_call(
     if !done {
         out["next_offset"] = json!(input.offset + out["records"].as_array().map_or(0, Vec::len));
     }
-    Ok(CallToolResult::structured(out))
+    Ok(match host.answer_form() {
+        AnswerForm::Structured => CallToolResult::structured(out),
+        AnswerForm::Text => CallToolResult::success(vec![ContentBlock::text(out.to_string())]),
+    })
 }

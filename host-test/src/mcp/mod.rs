@@ -124,9 +124,12 @@ impl McpServer {
         let metadata = self.host.tool_metadata(tenant).await.map_err(host_error)?;
         let mut tools: Vec<_> = specs
             .iter()
-            .map(|spec| convert::tool(spec, metadata.iter().find(|m| m.name == spec.name)))
+            .map(|spec| {
+                let meta = metadata.iter().find(|m| m.name == spec.name);
+                convert::tool(spec, meta, self.host.answer_form())
+            })
             .collect();
-        tools.push(files::read_tool());
+        tools.push(files::read_tool(self.host.answer_form()));
         Ok(tools)
     }
 }
@@ -356,7 +359,7 @@ impl ServerHandler for McpServer {
                     Some(_) => convert::FilePaths::Local,
                     None => convert::FilePaths::Resources,
                 };
-                Ok(convert::success(&output, paths))
+                Ok(convert::success(&output, paths, self.host.answer_form()))
             }
             Err(err) => convert::failure(err),
         };

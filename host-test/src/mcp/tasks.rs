@@ -45,6 +45,7 @@ pub(crate) fn start(host: Arc<Host>, principal: &Principal, call: CallRequest) -
             Ok(output) => Outcome::Completed(json_of(convert::success(
                 &output,
                 convert::FilePaths::Resources,
+                host.answer_form(),
             ))),
             Err(CallError::Cancelled { .. }) => Outcome::Cancelled,
             Err(err @ CallError::Tool(_)) => match convert::failure(err) {

@@ -63,7 +63,7 @@ async fn the_readme_tools_table_is_the_real_tool_list() {
         .map(|spec| (spec.name, spec.read_only, spec.description))
         .collect();
     // `crm_read_result_file` is not the component's: the MCP layer adds it to every listing.
-    let read = crm_host::mcp::files::read_tool();
+    let read = crm_host::mcp::files::read_tool(crm_host::answer_form::AnswerForm::Structured);
     rows.push((
         read.name.to_string(),
         read.annotations

@@ -4,6 +4,7 @@
 
 mod across;
 mod aggregate;
+mod answers;
 mod confirm;
 mod crma;
 mod crmb;

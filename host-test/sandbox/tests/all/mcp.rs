@@ -13,7 +13,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 /// `crm-host mcp` on the sandbox, with its own data and results directories.
-fn stdio_command(dir: &std::path::Path, settings: &[(&str, &str)]) -> tokio::process::Command {
+pub(crate) fn stdio_command(
+    dir: &std::path::Path,
+    settings: &[(&str, &str)],
+) -> tokio::process::Command {
     tokio::process::Command::new(env!("CARGO_BIN_EXE_crm-sandbox")).configure(|c| {
         c.env("XDG_CACHE_HOME", dir.join("cache"))
             .arg("mcp")
@@ -27,7 +30,7 @@ fn stdio_command(dir: &std::path::Path, settings: &[(&str, &str)]) -> tokio::pro
     })
 }
 
-fn temp_dir(name: &str) -> std::path::PathBuf {
+pub(crate) fn temp_dir(name: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("crm-mcp-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     dir

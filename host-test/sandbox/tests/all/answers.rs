@@ -1,0 +1,66 @@
+//! The operator's answer form, through a real MCP client over stdio: `--answers text` gives
+//! each answer once, as text, and lists no output schemas (a client must refuse a result
+//! without `structuredContent` from a tool that declares one).
+
+use crate::mcp::{call, stdio_command, temp_dir};
+use rmcp::ServiceExt;
+use rmcp::transport::TokioChildProcess;
+use serde_json::{Value, json};
+
+/// The first content block's text, as JSON.
+fn text_json(result: &rmcp::model::CallToolResult) -> Value {
+    let text = &result.content[0].as_text().expect("a text block").text;
+    serde_json::from_str(text).expect("the text is the answer as JSON")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_answers_come_once_and_tools_list_no_output_schema() {
+    let dir = temp_dir("answers-text");
+    let transport =
+        TokioChildProcess::new(stdio_command(&dir, &[("CRM_HOST_ANSWERS", "text")])).unwrap();
+    let client = ().serve(transport).await.unwrap();
+
+    let tools = client.list_all_tools().await.unwrap();
+    assert_eq!(tools.len(), 30);
+    for tool in &tools {
+        assert!(tool.output_schema.is_none(), "{}", tool.name);
+        assert!(tool.title.is_some(), "{}", tool.name);
+    }
+
+    let query = client
+        .call_tool(call(
+            "crmb_run_soql_query",
+            json!({"query": "SELECT Id, Name, Amount FROM Opportunity LIMIT 5"}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(query.is_error, Some(false));
+    assert!(query.structured_content.is_none(), "{query:?}");
+    assert_eq!(query.content.len(), 1, "one copy of the answer");
+    let out = text_json(&query);
+    let rows = out["records"].as_array().unwrap();
+    assert!(!rows.is_empty(), "{out}");
+    for row in rows {
+        let id = row["Id"].as_str().unwrap();
+        assert!(
+            row["record_url"]
+                .as_str()
+                .unwrap()
+                .ends_with(&format!("/{id}")),
+            "{row}"
+        );
+    }
+    // Errors read the same in either form.
+    let failed = client
+        .call_tool(call(
+            "crmb_get_record",
+            json!({"object": "Account", "record_id": "not-an-id"}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(failed.is_error, Some(true));
+    assert_eq!(text_json(&failed)["error"]["kind"], "invalid-input");
+
+    client.cancel().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
