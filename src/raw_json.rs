@@ -194,6 +194,45 @@ impl JsonSchema for ObjectText {
     }
 }
 
+/// A JSON array written by a mapper, carried to the answer as text: a table's row.
+#[derive(Debug, Clone)]
+pub(crate) struct ArrayText(Box<RawValue>);
+
+impl ArrayText {
+    /// The values of `record` in the order of `fields`, `null` where it has none.
+    pub(crate) fn row(fields: &[&str], record: &Members<'_>) -> Result<Self, serde_json::Error> {
+        let mut text = String::from("[");
+        for (i, field) in fields.iter().enumerate() {
+            if i > 0 {
+                text.push(',');
+            }
+            text.push_str(record.get(field).map_or("null", |v| v.get()));
+        }
+        text.push(']');
+        RawValue::from_string(text).map(ArrayText)
+    }
+}
+
+impl Serialize for ArrayText {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
+}
+
+impl JsonSchema for ArrayText {
+    fn schema_name() -> Cow<'static, str> {
+        "ArrayText".into()
+    }
+
+    fn inline_schema() -> bool {
+        true
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({"type": "array"})
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

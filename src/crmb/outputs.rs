@@ -82,6 +82,8 @@ pub(crate) struct QueryResult {
 pub(crate) enum QueryRows {
     /// In the answer itself.
     Inline(InlineRecords),
+    /// In the answer itself, as a table (layout "table").
+    Table(TableRecords),
     /// In a JSON Lines file, because there are too many for one answer.
     File(ResultFile),
 }
@@ -102,6 +104,55 @@ pub(crate) struct InlineRecords {
     /// to get the next records.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) next_cursor: Option<String>,
+}
+
+/// Records returned in the answer as a table: the field names once, then a row per record.
+#[derive(Debug, Serialize, JsonSchema)]
+pub(crate) struct TableRecords {
+    /// How many rows this answer holds.
+    pub(crate) returned: usize,
+    /// The column names: every field of any row by first appearance, record_url included.
+    pub(crate) fields: Vec<String>,
+    /// One row per record: its values in the order of fields (null where a record has none).
+    /// Parent records and child subquery results are nested objects, as in records.
+    pub(crate) rows: Vec<crate::raw_json::ArrayText>,
+    /// Present when done is false: matching records not in this answer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) remaining_records: Option<u64>,
+    /// Present when more records can be fetched: pass it back as cursor, with the same query,
+    /// to get the next records.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) next_cursor: Option<String>,
+}
+
+impl TableRecords {
+    /// `records` as a table, with the paging fields of the answer they came in.
+    pub(crate) fn of(inline: InlineRecords) -> Result<Self, serde_json::Error> {
+        let members = inline
+            .records
+            .iter()
+            .map(Record::members)
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut fields: Vec<&str> = Vec::new();
+        for record in &members {
+            for (name, _) in &record.0 {
+                if !fields.contains(&name.as_ref()) {
+                    fields.push(name);
+                }
+            }
+        }
+        let rows = members
+            .iter()
+            .map(|record| crate::raw_json::ArrayText::row(&fields, record))
+            .collect::<Result<_, _>>()?;
+        Ok(TableRecords {
+            returned: inline.returned,
+            fields: fields.into_iter().map(str::to_string).collect(),
+            rows,
+            remaining_records: inline.remaining_records,
+            next_cursor: inline.next_cursor,
+        })
+    }
 }
 
 /// A result written to a file in the workspace's results directory.

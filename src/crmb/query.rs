@@ -3,7 +3,9 @@
 
 use super::client;
 use super::errors::parse_answer;
-use super::outputs::{FileFormat, InlineRecords, QueryResult, QueryRows, Record, ResultFile};
+use super::outputs::{
+    FileFormat, InlineRecords, QueryResult, QueryRows, Record, ResultFile, TableRecords,
+};
 use super::record_url::InstanceUrl;
 use super::records::{LinkStyle, Mapping, map_record_text};
 use super::soql::{self, ValidatedQuery};
@@ -156,6 +158,18 @@ pub(crate) struct QueryRequest {
     query: ValidatedQuery,
     max_records: u32,
     cursor: Option<Cursor>,
+    layout: Layout,
+}
+
+/// How inline records are laid out.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum Layout {
+    /// Each record a JSON object of its fields: `records`.
+    #[default]
+    Objects,
+    /// The field names once in `fields`, each record a row of values: `rows`.
+    Table,
 }
 
 impl QueryRequest {
@@ -165,6 +179,7 @@ impl QueryRequest {
         text: &str,
         max_records: Option<u32>,
         cursor: Option<&str>,
+        layout: Layout,
     ) -> Result<Self, ToolError> {
         let query = soql::validate(text).map_err(|e| ToolError::invalid(e.to_string()))?;
         let max_records = max_records.unwrap_or(DEFAULT_MAX_RECORDS);
@@ -179,6 +194,7 @@ impl QueryRequest {
             query,
             max_records,
             cursor,
+            layout,
         })
     }
 }
@@ -194,6 +210,7 @@ pub(crate) fn run(
         config,
         query: &request.query,
         instance: instance.as_ref(),
+        layout: request.layout,
     };
     let (first, start) = match &request.cursor {
         Some(cursor) => (
@@ -237,6 +254,7 @@ struct Pager<'a> {
     config: &'a Config,
     query: &'a ValidatedQuery,
     instance: Option<&'a InstanceUrl>,
+    layout: Layout,
 }
 
 impl Pager<'_> {
@@ -323,13 +341,7 @@ impl Pager<'_> {
                     } else {
                         "the inline size budget"
                     };
-                    return Ok(self.inline_answer(
-                        records,
-                        total,
-                        start + i as u64,
-                        resume,
-                        reason,
-                    ));
+                    return self.inline_answer(records, total, start + i as u64, resume, reason);
                 }
                 bytes += size;
                 records.push(record);
@@ -337,22 +349,22 @@ impl Pager<'_> {
             match next {
                 // Salesforce has nothing more: whatever total_size says, the result is complete.
                 None => {
-                    return Ok(self.inline_answer(
+                    return self.inline_answer(
                         records,
                         total,
                         total.max(start + count as u64),
                         None,
                         "",
-                    ));
+                    );
                 }
                 Some(locator) if records.len() >= max_records as usize => {
-                    return Ok(self.inline_answer(
+                    return self.inline_answer(
                         records,
                         total,
                         locator.offset,
                         Some(locator),
                         "max_records",
-                    ));
+                    );
                 }
                 Some(locator) => {
                     page = self.fetch(session, Some(&locator))?;
@@ -370,7 +382,7 @@ impl Pager<'_> {
         through: u64,
         resume: Option<Locator>,
         reason: &str,
-    ) -> QueryResult {
+    ) -> Result<QueryResult, ToolError> {
         let remaining = total.saturating_sub(through);
         let done = remaining == 0;
         // A cursor and advice only for a result that goes on.
@@ -388,18 +400,25 @@ impl Pager<'_> {
                 )
             }
         });
-        QueryResult {
+        let inline = InlineRecords {
+            returned: records.len(),
+            records,
+            remaining_records: (!done).then_some(remaining),
+            next_cursor,
+        };
+        let rows = match self.layout {
+            Layout::Objects => QueryRows::Inline(inline),
+            Layout::Table => QueryRows::Table(TableRecords::of(inline).map_err(|err| {
+                CrmProblem::unexpected_answer(Crm::Salesforce, 200, err.to_string())
+            })?),
+        };
+        Ok(QueryResult {
             object: self.query.object().to_string(),
             total_size: total,
             done,
-            rows: QueryRows::Inline(InlineRecords {
-                returned: records.len(),
-                records,
-                remaining_records: (!done).then_some(remaining),
-                next_cursor,
-            }),
+            rows,
             how_to_get_the_rest,
-        }
+        })
     }
 
     /// Every record to a JSON Lines file, page by page so memory stays flat.

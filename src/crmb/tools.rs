@@ -6,7 +6,7 @@ use super::errors::{map_error, parse_answer};
 use super::fields::FieldValues;
 use super::ids::{ApiName, SalesforceId};
 use super::outputs::{FetchedRecord, NewRecord, QueryResult, RecordLink, UpdatedRecord};
-use super::query::{self, QueryRequest};
+use super::query::{self, Layout, QueryRequest};
 use super::record_url::InstanceUrl;
 use super::records::{LinkStyle, Mapping, map_record_text};
 use crate::error::{Crm, ToolError};
@@ -177,6 +177,11 @@ pub(crate) struct RunQueryInput {
     /// next_cursor from a previous result of the same query, to get the following records.
     #[serde(default)]
     pub cursor: Option<String>,
+    /// "objects" (default): records, each a JSON object of its fields. "table": fields (the
+    /// column names, once) and rows (each record's values in that order, record_url
+    /// included), about a third fewer tokens for many records.
+    #[serde(default)]
+    pub layout: Layout,
 }
 
 /// `crmb_run_soql_query`.
@@ -188,7 +193,9 @@ impl Tool for RunSoqlQuery {
         connected user (records they cannot see are simply absent). Use it for pipeline, \
         forecast and risk questions, e.g. open opportunities closing this month. Returns \
         records with a record_url each, total_size and done; when more records remain it \
-        returns next_cursor (pass it back with the same query) and says how many are left. Very \
+        returns next_cursor (pass it back with the same query) and says how many are left. For \
+        many records, layout table answers fields (column names, once) and rows (values in \
+        that order) instead of records, with about a third fewer tokens. Very \
         large results are written to a JSON Lines file instead: then file_path, record_count, \
         columns and a short preview come back, and no records. Use crmb_get_object_fields first \
         when unsure of field names.";
@@ -198,7 +205,12 @@ impl Tool for RunSoqlQuery {
     type Output = QueryResult;
 
     fn run(input: RunQueryInput, session: &mut Session<'_>) -> Result<Self::Output, ToolError> {
-        let request = QueryRequest::new(&input.query, input.max_records, input.cursor.as_deref())?;
+        let request = QueryRequest::new(
+            &input.query,
+            input.max_records,
+            input.cursor.as_deref(),
+            input.layout,
+        )?;
         query::run(request, session)
     }
 

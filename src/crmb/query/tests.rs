@@ -83,6 +83,55 @@ fn run_with(
 
 const QUERY: &str = "SELECT Id, Name, Amount, Account.Name FROM Opportunity WHERE IsClosed = false";
 
+/// The same page as a table: the field names once, each record a row in that order, its link
+/// last, and the paging fields as with records.
+#[test]
+fn a_table_layout_names_the_fields_once_and_keeps_every_link() {
+    let mut org = PagedOrg::new(30, 2000);
+    let objects = run_with(
+        &mut org,
+        &config(&[]),
+        json!({"query": QUERY, "max_records": 10}),
+    )
+    .unwrap();
+    let mut org = PagedOrg::new(30, 2000);
+    let table = run_with(
+        &mut org,
+        &config(&[]),
+        json!({"query": QUERY, "max_records": 10, "layout": "table"}),
+    )
+    .unwrap();
+    assert!(table.get("records").is_none());
+    assert_eq!(table["returned"], 10);
+    assert_eq!(table["next_cursor"], objects["next_cursor"]);
+    assert_eq!(table["remaining_records"], 20);
+    let fields: Vec<&str> = table["fields"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f.as_str().unwrap())
+        .collect();
+    assert_eq!(fields.last(), Some(&"record_url"));
+    let rows = table["rows"].as_array().unwrap();
+    assert_eq!(rows.len(), 10);
+    for (row, record) in rows.iter().zip(objects["records"].as_array().unwrap()) {
+        for (i, field) in fields.iter().enumerate() {
+            assert_eq!(&row[i], &record[*field], "{field}");
+        }
+    }
+    assert!(
+        serde_json::to_string(&table).unwrap().len()
+            < serde_json::to_string(&objects).unwrap().len()
+    );
+    let wrong = run_with(
+        &mut PagedOrg::new(1, 1),
+        &config(&[]),
+        json!({"query": QUERY, "layout": "csv"}),
+    )
+    .unwrap_err();
+    assert!(matches!(wrong, ToolError::InvalidInput(_)), "{wrong:?}");
+}
+
 #[test]
 fn three_full_pages_come_back_within_budget() {
     let big = config(&[(keys::INLINE_MAX_BYTES, &(64 << 20).to_string())]);
