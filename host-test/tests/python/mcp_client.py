@@ -8,8 +8,10 @@ and a failing call against the sandbox, and reads a large result back as a resou
 itself checks every structuredContent against the tool's outputSchema. With
 CRM_POLICY_CONFIRM_WRITES=user, a write asks the person through the SDK's elicitation callback:
 accept writes once, decline sends nothing (journal: declined), a client without the callback
-is refused, and the model's own token is refused. Exits non-zero on the first thing that is not
-as it should be.
+is refused, and the model's own token is refused. With `--answers text`, the tools list no
+output schema and each answer is its text alone, which the SDK takes as it is: a query's rows,
+each with its link, in the text block, as a table too. Exits non-zero on the first thing that is
+not as it should be.
 """
 
 import asyncio
@@ -215,10 +217,36 @@ async def over_http(crm_host, workdir):
     print("http: ok")
 
 
+async def text_answers(crm_host, workdir):
+    params = StdioServerParameters(
+        command=crm_host,
+        args=["mcp", "--answers", "text", "--data-dir", os.path.join(workdir, "text-data"),
+              "--results-dir", os.path.join(workdir, "text-results")],
+        env=dict(os.environ))
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            await session.initialize()
+            tools = (await session.list_tools()).tools
+            check(all(t.output_schema is None for t in tools), "text answers: no output schemas")
+            query = "SELECT Id, Name, Amount FROM Opportunity LIMIT 5"
+            rows = await session.call_tool("crmb_run_soql_query", {"query": query})
+            check(not rows.is_error and rows.structured_content is None, f"text answer: {rows}")
+            records = json.loads(rows.content[0].text)["records"]
+            check(records and all(r["record_url"].endswith("/" + r["Id"]) for r in records),
+                  f"every row linked: {records}")
+            table = await session.call_tool("crmb_run_soql_query",
+                                            {"query": query, "layout": "table"})
+            out = json.loads(table.content[0].text)
+            check(out["fields"][-1] == "record_url" and len(out["rows"]) == len(records),
+                  f"table: {out}")
+    print("stdio, text answers: ok")
+
+
 async def main():
     crm_host = sys.argv[1]
     with tempfile.TemporaryDirectory() as workdir:
         await over_stdio(crm_host, workdir)
+        await text_answers(crm_host, workdir)
         await the_person_confirms(crm_host, workdir)
         await over_http(crm_host, workdir)
 
