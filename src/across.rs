@@ -336,7 +336,7 @@ fn hubspot_side(session: &mut Session<'_>, key: &Key<'_>) -> Result<Side, ToolEr
         return Ok(Side::default());
     }
     // Links and owners' e-mails are extras: without them the records still answer.
-    let links = RecordLinks::read(session).ok();
+    let links = RecordLinks::known_or_read(session).ok();
     let owners = owner_emails(session);
     let records = page
         .results

@@ -417,6 +417,42 @@ mod tests {
     }
 
     #[test]
+    fn a_hubspot_portal_is_a_number_and_its_domain_a_hubspot_host() {
+        assert_eq!(Config::from_vars(base()).unwrap().hubspot_portal, None);
+        let with = |extra: &[(&'static str, &'static str)]| {
+            Config::from_vars(base().into_iter().chain(extra.iter().copied()))
+        };
+        let portal = with(&[(keys::CRM_A_PORTAL_ID, "12345678")]).unwrap();
+        assert_eq!(
+            portal.hubspot_portal,
+            Some(HubspotPortal {
+                portal_id: 12_345_678,
+                ui_domain: "app.hubspot.com".into()
+            })
+        );
+        let eu = with(&[
+            (keys::CRM_A_PORTAL_ID, "1"),
+            (keys::CRM_A_UI_DOMAIN, "APP-EU1.hubspot.com"),
+        ])
+        .unwrap();
+        assert_eq!(eu.hubspot_portal.unwrap().ui_domain, "app-eu1.hubspot.com");
+        let not_a_number = with(&[(keys::CRM_A_PORTAL_ID, "acme")]).unwrap_err();
+        assert_eq!(not_a_number.key, keys::CRM_A_PORTAL_ID);
+        for elsewhere in [
+            "evil.example.com",
+            "hubspot.com.evil.example",
+            "app.hubspot.com/x",
+        ] {
+            let err = with(&[
+                (keys::CRM_A_PORTAL_ID, "1"),
+                (keys::CRM_A_UI_DOMAIN, elsewhere),
+            ])
+            .unwrap_err();
+            assert_eq!(err.key, keys::CRM_A_UI_DOMAIN, "{elsewhere}");
+        }
+    }
+
+    #[test]
     fn missing_broker_names_the_variable() {
         let err = Config::from_vars(Vec::<(String, String)>::new()).unwrap_err();
         assert_eq!(err.key, keys::PROXY_BASE);

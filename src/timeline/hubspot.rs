@@ -129,7 +129,7 @@ pub(super) fn fetch(
     }
     // Masked properties are never asked for, so never shown.
     let masked = |name: &str| policy.is_masked(name);
-    let link = RecordLinks::read(session)
+    let link = RecordLinks::known_or_read(session)
         .ok()
         .and_then(|links| links.url(parent, &id.to_string()));
     let owners = if masked("hubspot_owner_id") {

@@ -222,6 +222,35 @@ fn a_hubspot_contacts_activities_newest_first_with_owners_and_links() {
     }
 }
 
+/// With the portal in the tenant's settings, the link costs no request for account details.
+#[test]
+fn a_configured_portal_links_without_asking_for_the_account() {
+    let mut crms = Crms::default();
+    let out = harness::call(
+        &mut crms,
+        &harness::ctx(HUBSPOT, Some("https://acme.my.salesforce.com")),
+        &harness::config(&[
+            (crate::config::keys::CRM_A_PORTAL_ID, "777"),
+            (crate::config::keys::CRM_A_UI_DOMAIN, "app-eu1.hubspot.com"),
+        ]),
+        "crm_record_timeline",
+        &json!({"crm": "hubspot", "object_type": "contacts", "record_id": "51"}),
+    )
+    .unwrap();
+    assert_eq!(
+        out["items"][1]["url"],
+        "https://app-eu1.hubspot.com/contacts/777/record/0-1/51"
+    );
+    assert!(
+        !crms
+            .paths
+            .iter()
+            .any(|p| p.ends_with("/account-info/v3/details")),
+        "{:?}",
+        crms.paths
+    );
+}
+
 #[test]
 fn without_the_timeline_scope_nothing_is_sent_and_without_a_types_scope_it_is_named() {
     let mut crms = Crms::default();

@@ -103,6 +103,15 @@ impl RecordLinks {
         Ok(RecordLinks(Account::try_from(account_details(session)?)?))
     }
 
+    /// The account the tenant's settings name, or else the one HubSpot's account details
+    /// describe (one request): what the tools that link a few records use.
+    pub(crate) fn known_or_read(session: &mut Session<'_>) -> Result<Self, ToolError> {
+        match Self::configured(session.config()?) {
+            Some(links) => Ok(links),
+            None => Self::read(session),
+        }
+    }
+
     /// The links of the account the tenant's settings name, without asking HubSpot: what a
     /// search uses, so that a link per record costs no request.
     pub(crate) fn configured(config: &Config) -> Option<Self> {
