@@ -4,8 +4,8 @@
 //! built for a record and serialised again, and every field keeps its place.
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::Serialize;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
-use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::fmt;
@@ -148,7 +148,8 @@ pub(crate) fn push_str(out: &mut String, text: &str) {
 /// A JSON object written by a mapper, carried to the tool's answer as text: serialised as it
 /// is, and described in the output schema as an open object, which clients validate in one
 /// step rather than field by field.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize)]
+#[serde(transparent)]
 pub(crate) struct ObjectText(Box<RawValue>);
 
 impl ObjectText {
@@ -174,12 +175,6 @@ impl ObjectText {
     }
 }
 
-impl Serialize for ObjectText {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serializer)
-    }
-}
-
 impl JsonSchema for ObjectText {
     fn schema_name() -> Cow<'static, str> {
         "ObjectText".into()
@@ -195,7 +190,8 @@ impl JsonSchema for ObjectText {
 }
 
 /// A JSON array written by a mapper, carried to the answer as text: a table's row.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize)]
+#[serde(transparent)]
 pub(crate) struct ArrayText(Box<RawValue>);
 
 impl ArrayText {
@@ -210,12 +206,6 @@ impl ArrayText {
         }
         text.push(']');
         RawValue::from_string(text).map(ArrayText)
-    }
-}
-
-impl Serialize for ArrayText {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serializer)
     }
 }
 

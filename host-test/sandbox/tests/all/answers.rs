@@ -2,7 +2,7 @@
 //! each answer once, as text, and lists no output schemas (a client must refuse a result
 //! without `structuredContent` from a tool that declares one).
 
-use crate::mcp::{call, stdio_command, temp_dir};
+use crate::mcp::{call, stdio_command, temp_dir, tool_error};
 use rmcp::ServiceExt;
 use rmcp::transport::TokioChildProcess;
 use serde_json::{Value, json};
@@ -58,8 +58,7 @@ async fn text_answers_come_once_and_tools_list_no_output_schema() {
         ))
         .await
         .unwrap();
-    assert_eq!(failed.is_error, Some(true));
-    assert_eq!(text_json(&failed)["error"]["kind"], "invalid-input");
+    assert_eq!(tool_error(&failed)["error"]["kind"], "invalid-input");
 
     client.cancel().await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
