@@ -2,7 +2,7 @@
 // asks the person through the SDK's elicitation handler, and only "accept" sends it; "decline"
 // sends nothing and the journal says declined; a client without the capability is refused; the
 // model's own token is refused. And a SOQL export with an onprogress callback hears growing
-// progress to its last record.
+// progress to its last record (counting one the SDK drops as late, see progressShows).
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
@@ -79,13 +79,25 @@ async function personConfirms(crmHost, workdir) {
 async function progressShows(crmHost, workdir) {
   return withClient(crmHost, workdir, 'progress', null, async (client) => {
     const heard = [];
+    // SDK v1 hands a notification to its handler a microtask late, but retires the request's
+    // progress handler at once when the response is read in the same chunk: the last progress
+    // notification, written just before the result, can then reach only `onerror` as "a
+    // progress notification for an unknown token" (typescript-sdk issue #2580, open). Such a
+    // notification was still sent, in order, so it counts as heard.
+    const late = [];
+    client.onerror = (error) => {
+      const m = /progress notification for an unknown token: (.*)$/s.exec(String(error?.message));
+      if (m) late.push(JSON.parse(m[1]).params);
+    };
     const query = await call(client, 'crmb_run_soql_query', { query: 'SELECT Id, Name FROM Account' },
       { onprogress: (p) => heard.push(p) });
     const count = query.structuredContent.record_count;
-    check(heard.length > 0 && heard.at(-1).progress === count && heard.at(-1).total === count,
-      `progress of the export: ${JSON.stringify(heard)} of ${count}`);
-    check(heard.every((p, i) => i === 0 || p.progress > heard[i - 1].progress), 'progress grows');
-    return `${heard.length} progress notifications up to ${count}`;
+    const all = [...heard, ...late];
+    check(all.length > 0 && all.at(-1).progress === count && all.at(-1).total === count,
+      `progress of the export: ${JSON.stringify(all)} of ${count}`);
+    check(all.every((p, i) => i === 0 || p.progress > all[i - 1].progress), 'progress grows');
+    return `${all.length} progress notifications up to ${count}` +
+      (late.length ? ` (${late.length} after the result, client race #2580)` : '');
   });
 }
 
