@@ -5,7 +5,7 @@
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::Serialize;
-use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
+use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::fmt;
@@ -18,7 +18,18 @@ pub(crate) struct Members<'a>(pub(crate) Vec<(Cow<'a, str>, &'a RawValue)>);
 impl<'a> Members<'a> {
     /// Reads the members of `object`, which must be a JSON object.
     pub(crate) fn of(object: &'a RawValue) -> Result<Self, serde_json::Error> {
-        serde_json::from_str(object.get())
+        let mut members = Members::default();
+        members.read(object)?;
+        Ok(members)
+    }
+
+    /// Reads the members of `object` in place of the ones held, keeping the buffer: a page's
+    /// records are read one after another into one allocation.
+    pub(crate) fn read(&mut self, object: &'a RawValue) -> Result<(), serde_json::Error> {
+        self.0.clear();
+        let mut de = serde_json::Deserializer::from_str(object.get());
+        Fill(&mut self.0).deserialize(&mut de)?;
+        de.end()
     }
 
     /// The text of the member `name` (exact case), if present.
@@ -27,28 +38,42 @@ impl<'a> Members<'a> {
     }
 }
 
+/// Reads an object's members into a buffer.
+struct Fill<'v, 'de>(&'v mut Vec<(Cow<'de, str>, &'de RawValue)>);
+
+impl<'de> DeserializeSeed<'de> for Fill<'_, 'de> {
+    type Value = ();
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_map(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Fill<'_, 'de> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        while let Some(Key(name)) = map.next_key()? {
+            self.0.push((name, map.next_value()?));
+        }
+        Ok(())
+    }
+}
+
 impl<'de> Deserialize<'de> for Members<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct MembersVisitor;
-        impl<'de> Visitor<'de> for MembersVisitor {
-            type Value = Members<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Members<'de>, A::Error> {
-                let mut members = Vec::with_capacity(map.size_hint().unwrap_or(16));
-                while let Some(Key(name)) = map.next_key()? {
-                    members.push((name, map.next_value()?));
-                }
-                Ok(Members(members))
-            }
-        }
-        deserializer.deserialize_map(MembersVisitor)
+        let mut members = Vec::with_capacity(16);
+        Fill(&mut members).deserialize(deserializer)?;
+        Ok(Members(members))
     }
 }
 
 /// A member name, borrowed from the answer when it has no escapes.
-struct Key<'a>(Cow<'a, str>);
+pub(crate) struct Key<'a>(pub(crate) Cow<'a, str>);
 
 impl<'de> Deserialize<'de> for Key<'de> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {

@@ -5,12 +5,11 @@
 use super::metadata::account::RecordLinks;
 use super::tools::is_cursor;
 use super::types::{ObjectType, PropertyName};
-use super::wire::{Page, Paging, RecordObject};
+use super::wire::{Page, RecordObject};
 use crate::error::ToolError;
-use crate::raw_json::{self, Members, ObjectText, ObjectWriter};
+use crate::raw_json::ObjectText;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Serialize};
-use serde_json::value::RawValue;
 use serde_json::{Value, json};
 use std::borrow::Cow;
 use std::collections::BTreeSet;
@@ -394,27 +393,6 @@ pub(crate) struct SearchPage {
     next_cursor: Option<String>,
 }
 
-/// HubSpot's search answer as the tool reads it for a page of results: each record's
-/// properties still HubSpot's text, mapped from it in one pass ([`FoundRecord::shown`]).
-/// Fields as on [`SearchAnswer`]; `paging` is read here rather than flattened, as a flattened
-/// struct cannot borrow.
-#[derive(Debug, Deserialize)]
-pub(crate) struct SearchPageText<'a> {
-    total: u64,
-    #[serde(default, borrow)]
-    results: Vec<FoundText<'a>>,
-    #[serde(default)]
-    paging: Option<Paging>,
-}
-
-/// One record of [`SearchPageText`].
-#[derive(Debug, Deserialize)]
-pub(crate) struct FoundText<'a> {
-    id: String,
-    #[serde(borrow)]
-    properties: &'a RawValue,
-}
-
 /// One matching record.
 #[derive(Debug, Serialize)]
 pub struct FoundRecord {
@@ -475,34 +453,6 @@ pub(crate) struct Shown<'a> {
 }
 
 impl FoundRecord {
-    /// A record as a page of results shows it, from HubSpot's text: only what the caller asked
-    /// for, in HubSpot's order, and its link.
-    fn shown(record: FoundText<'_>, shown: &Shown<'_>) -> Result<Self, serde_json::Error> {
-        let members = Members::of(record.properties)?;
-        let mut text = String::with_capacity(record.properties.get().len());
-        let mut object = ObjectWriter::open(&mut text);
-        for (name, value) in &members.0 {
-            let keep = (shown.include_empty || !raw_json::is_null(value))
-                && (!UNASKED_ECHOES.contains(&name.as_ref())
-                    || shown.asked.iter().any(|p| p.as_str() == name));
-            if keep {
-                object.raw(name, value.get());
-            }
-        }
-        object.close();
-        let record_url = shown
-            .links
-            .as_ref()
-            .and_then(|(links, object_type)| links.url(object_type, &record.id));
-        Ok(FoundRecord {
-            id: record.id,
-            properties: ObjectText::new(text)?,
-            record_url,
-            created_at: None,
-            updated_at: None,
-        })
-    }
-
     /// A record as a result file holds it: everything HubSpot sent, timestamps included, for
     /// the analysis a file is for.
     pub(crate) fn in_file(record: RecordObject) -> Self {
@@ -518,15 +468,13 @@ impl FoundRecord {
 
 /// The answer, mapped: the records with `id` and `properties`, `total`, a cursor when more can
 /// be paged to, and a note when some matches cannot be reached.
-pub(crate) fn output(
-    answer: SearchPageText<'_>,
-    shown: &Shown<'_>,
-) -> Result<SearchOutput, serde_json::Error> {
-    let SearchPageText {
+/// HubSpot's answer is read and its records mapped in one pass ([`page`]).
+pub(crate) fn output(body: &[u8], shown: &Shown<'_>) -> Result<SearchOutput, serde_json::Error> {
+    let page::ReadPage {
         total,
         results,
         paging,
-    } = answer;
+    } = page::read(body, shown)?;
     let next_after = paging.and_then(|p| p.next).map(|n| n.after);
     // Any token HubSpot gives is passed on, except an offset HubSpot itself will refuse;
     // then the note below says why there is no cursor.
@@ -553,10 +501,7 @@ pub(crate) fn output(
     Ok(SearchOutput {
         total,
         rows: SearchRows::Page(SearchPage {
-            results: results
-                .into_iter()
-                .map(|record| FoundRecord::shown(record, shown))
-                .collect::<Result<_, _>>()?,
+            results,
             next_cursor,
         }),
         note,
@@ -567,18 +512,18 @@ pub(crate) fn output(
 /// arbitrary answers.
 pub fn map_answer(body: &Value) -> Result<Value, String> {
     let text = body.to_string();
-    let answer: SearchPageText<'_> = serde_json::from_str(&text).map_err(|err| err.to_string())?;
     let shown = Shown {
         asked: &[],
         include_empty: true,
         links: None,
     };
-    let out = output(answer, &shown).map_err(|err| err.to_string())?;
+    let out = output(text.as_bytes(), &shown).map_err(|err| err.to_string())?;
     Ok(serde_json::to_value(out).expect("a search output serialises"))
 }
 
 pub(crate) mod export;
 pub(crate) mod keyset;
+mod page;
 pub(crate) mod plan;
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use super::outputs::{
     FileFormat, InlineRecords, QueryResult, QueryRows, Record, ResultFile, TableRecords,
 };
 use super::record_url::InstanceUrl;
-use super::records::{LinkStyle, Mapping, map_record_text};
+use super::records::{LinkStyle, Mapping, map_records};
 use super::soql::{self, ValidatedQuery};
 use crate::config::{ApiVersion, Config};
 use crate::error::{Crm, CrmProblem, ToolError};
@@ -276,11 +276,7 @@ impl Pager<'_> {
             masked: &self.config.policy.masked,
             links: LinkStyle::Short,
         };
-        let records = page
-            .records
-            .iter()
-            .map(|record| map_record_text(record, &mapping))
-            .collect::<Result<_, _>>()?;
+        let records = map_records(&page.records, &mapping)?;
         Ok(Page {
             total_size: page.total_size,
             done: page.done,

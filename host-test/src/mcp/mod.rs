@@ -11,6 +11,7 @@ pub mod convert;
 pub mod files;
 pub mod http;
 pub mod jwt;
+pub mod stdio;
 pub mod tasks;
 pub mod tenants;
 

@@ -129,14 +129,13 @@ fn a_search_answer_reads_as_hubspot_documents_it() {
                    "prev": {"before": "MQ%3D%3D", "link": "?before=MQ%3D%3D"}}
     })
     .to_string();
-    let answer: SearchPageText<'_> = serde_json::from_str(&text).unwrap();
     let shown = Shown {
         asked: &[],
         include_empty: false,
         links: None,
     };
     assert_eq!(
-        serde_json::to_value(output(answer, &shown).unwrap()).unwrap(),
+        serde_json::to_value(output(text.as_bytes(), &shown).unwrap()).unwrap(),
         json!({"results": [{"id": "512", "properties": {"property_checkbox": "false", "property_date": "1572480000000", "property_string": "value"}}],
                "total": 123, "next_cursor": "NTI1Cg%3D%3D"})
     );
@@ -157,7 +156,6 @@ fn a_page_shows_what_was_asked_for_and_links_each_record() {
                                         "lastmodifieddate": "2025-02-03T10:00:00.000Z"}}]
     })
     .to_string();
-    let answer = || -> SearchPageText<'_> { serde_json::from_str(&text).unwrap() };
     let config = crate::harness::config(&[(crate::config::keys::CRM_A_PORTAL_ID, "12345678")]);
     let contacts = ObjectType::parse("contacts").unwrap();
     let asked = [
@@ -169,7 +167,7 @@ fn a_page_shows_what_was_asked_for_and_links_each_record() {
         include_empty: false,
         links: RecordLinks::configured(&config).map(|links| (links, &contacts)),
     };
-    let out = serde_json::to_value(output(answer(), &shown).unwrap()).unwrap();
+    let out = serde_json::to_value(output(text.as_bytes(), &shown).unwrap()).unwrap();
     assert_eq!(
         out["results"][0],
         json!({"id": "357201", "properties": {"firstname": "Ada"},
@@ -184,7 +182,7 @@ fn a_page_shows_what_was_asked_for_and_links_each_record() {
         include_empty: true,
         links: None,
     };
-    let out = serde_json::to_value(output(answer(), &everything).unwrap()).unwrap();
+    let out = serde_json::to_value(output(text.as_bytes(), &everything).unwrap()).unwrap();
     assert_eq!(
         out["results"][0]["properties"],
         json!({"createdate": "2025-02-02T10:00:00.000Z", "email": null, "firstname": "Ada", "hs_object_id": "357201"}),
@@ -223,4 +221,31 @@ fn the_last_page_is_clamped_at_ten_thousand() {
     assert_eq!(s.body().unwrap()["limit"], 1);
     s.after = Some("400".into());
     assert_eq!(s.body().unwrap()["limit"], 200);
+}
+
+/// The one-pass reader holds HubSpot to the same shape as before: `total` and each record's
+/// `id` and `properties` (an object) are required, anything else HubSpot adds is ignored.
+#[test]
+fn a_page_missing_what_hubspot_documents_is_an_error_and_extra_members_are_ignored() {
+    let shown = Shown {
+        asked: &[],
+        include_empty: false,
+        links: None,
+    };
+    let read = |page: Value| output(page.to_string().as_bytes(), &shown).map(|_| ());
+    assert!(read(json!({"results": []})).is_err(), "no total");
+    assert!(
+        read(json!({"total": 1, "results": [{"properties": {}}]})).is_err(),
+        "no id"
+    );
+    assert!(
+        read(json!({"total": 1, "results": [{"id": "1"}]})).is_err(),
+        "no properties"
+    );
+    assert!(read(json!({"total": 1, "results": [{"id": "1", "properties": []}]})).is_err());
+    assert!(read(json!({"total": 1, "results": [{"id": "1", "properties": {"a": "b"}, "extra": {"x": [1]}}], "new": true})).is_ok());
+    assert!(
+        output(b"{\"total\": 1} trailing", &shown).is_err(),
+        "text after the answer"
+    );
 }

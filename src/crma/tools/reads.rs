@@ -127,9 +127,7 @@ impl Tool for SearchRecords {
             include_empty: input.include_empty,
             links: links.map(|links| (links, &input.object_type)),
         };
-        run_search(session, &search, |body| {
-            search::output(serde_json::from_slice(body)?, &shown)
-        })
+        run_search(session, &search, |body| search::output(body, &shown))
     }
 }
 
