@@ -385,7 +385,13 @@ pub(crate) enum SearchRows {
 /// One page of matching records.
 #[derive(Debug, Serialize, JsonSchema)]
 pub(crate) struct SearchPage {
-    /// The matching records on this page.
+    /// The matching records on this page, each an object: id, the record's HubSpot id;
+    /// properties, property internal name → value as HubSpot stores it (text), for the
+    /// properties asked for or HubSpot's default set for the type, leaving out those without a
+    /// value unless include_empty is set, and hs_object_id (the id again), createdate and
+    /// lastmodifieddate unless asked for by name; record_url, the link that opens the record in
+    /// HubSpot, when the workspace's settings name the HubSpot account.
+    #[schemars(schema_with = "crate::raw_json::records_schema")]
     results: Vec<FoundRecord>,
     /// Pass it back as cursor for the next page; absent on the last page and past the
     /// 10,000 results HubSpot lets a search page through.

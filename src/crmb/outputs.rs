@@ -93,9 +93,10 @@ pub(crate) enum QueryRows {
 pub(crate) struct InlineRecords {
     /// How many records this answer holds.
     pub(crate) returned: usize,
-    /// The records, each with its fields by API name and a record_url when it has an Id.
-    /// Parent records are nested objects; child subquery results are
+    /// The records, each an object with its fields by API name and a record_url when it has
+    /// an Id. Parent records are nested objects; child subquery results are
     /// {totalSize, done, records}, marked incomplete with a note when Salesforce cut them.
+    #[schemars(schema_with = "crate::raw_json::records_schema")]
     pub(crate) records: Vec<Record>,
     /// Present when done is false: matching records not in this answer.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -115,6 +116,7 @@ pub(crate) struct TableRecords {
     pub(crate) fields: Vec<String>,
     /// One row per record: its values in the order of fields (null where a record has none).
     /// Parent records and child subquery results are nested objects, as in records.
+    #[schemars(schema_with = "crate::raw_json::records_schema")]
     pub(crate) rows: Vec<crate::raw_json::ArrayText>,
     /// Present when done is false: matching records not in this answer.
     #[serde(skip_serializing_if = "Option::is_none")]

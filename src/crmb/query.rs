@@ -13,10 +13,10 @@ use crate::config::{ApiVersion, Config};
 use crate::error::{Crm, CrmProblem, ToolError};
 use crate::http::Request;
 use crate::proxy;
+use crate::raw_json::ObjectList;
 use crate::result_file::{self, file_error, fingerprint};
 use crate::tool::Session;
 use serde::Deserialize;
-use serde_json::value::RawValue;
 use std::io::Write;
 
 /// Records returned inline when the caller gives no `max_records`.
@@ -38,8 +38,9 @@ struct WirePage<'a> {
     done: bool,
     #[serde(default)]
     next_records_url: Option<String>,
+    /// Each record's members, read in the page's own pass.
     #[serde(borrow)]
-    records: Vec<&'a RawValue>,
+    records: ObjectList<'a>,
 }
 
 /// A page with its records mapped, in Salesforce's order.

@@ -7,7 +7,7 @@ use super::compound::{self, MASKED};
 use super::ids::{ApiName, SalesforceId};
 use super::record_url::InstanceUrl;
 use crate::error::{Crm, CrmProblem, ToolError};
-use crate::raw_json::{self, Members, ObjectText, ObjectWriter};
+use crate::raw_json::{self, Member, Members, ObjectList, ObjectText, ObjectWriter};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
@@ -45,25 +45,31 @@ pub(crate) fn map_record_text(
     record: &RawValue,
     mapping: &Mapping<'_>,
 ) -> Result<ObjectText, ToolError> {
-    map_records(&[record], mapping).map(|mut one| one.remove(0))
+    let members = Members::of(record).map_err(unreadable)?;
+    write_object(&members.0, mapping)
 }
 
-/// As [`map_record_text`] for each record of a page, in order; the records' members are read
-/// into one buffer, so a page of 2,000 costs no allocation per record for them.
+/// As [`map_record_text`] for each record of a page, in order, their members read with the
+/// page itself ([`ObjectList`]).
 pub(crate) fn map_records(
-    records: &[&RawValue],
+    records: &ObjectList<'_>,
     mapping: &Mapping<'_>,
 ) -> Result<Vec<ObjectText>, ToolError> {
-    let mut members = Members::default();
     records
         .iter()
-        .map(|record| {
-            members.read(record).map_err(unreadable)?;
-            let mut out = String::with_capacity(record.get().len() + 64);
-            write_record(&members, mapping, 1, &mut out)?;
-            ObjectText::new(out).map_err(unreadable)
-        })
+        .map(|members| write_object(members, mapping))
         .collect()
+}
+
+/// A top-level record's text, checked to be JSON.
+fn write_object(members: &[Member<'_>], mapping: &Mapping<'_>) -> Result<ObjectText, ToolError> {
+    let size: usize = members
+        .iter()
+        .map(|(k, v)| k.len() + v.get().len() + 4)
+        .sum();
+    let mut out = String::with_capacity(size + 64);
+    write_record(members, mapping, 1, &mut out)?;
+    ObjectText::new(out).map_err(unreadable)
 }
 
 /// As [`map_record_text`], for a record held as a `Value` (the fuzzer and property tests):
@@ -95,19 +101,19 @@ fn unreadable(err: serde_json::Error) -> ToolError {
 
 /// The record's type from its `attributes` (`{"type": "Account", "url": ...}`), when it is
 /// a plain string; read without collecting the attributes' members.
-fn record_type<'a>(members: &Members<'a>) -> Option<&'a str> {
+fn record_type<'a>(members: &[Member<'a>]) -> Option<&'a str> {
     #[derive(serde::Deserialize)]
     struct Attributes<'a> {
         #[serde(rename = "type", borrow)]
         record_type: Option<&'a str>,
     }
-    serde_json::from_str::<Attributes<'a>>(members.get("attributes")?.get())
+    serde_json::from_str::<Attributes<'a>>(raw_json::member(members, "attributes")?.get())
         .ok()?
         .record_type
 }
 
 fn write_record(
-    members: &Members<'_>,
+    members: &[Member<'_>],
     mapping: &Mapping<'_>,
     depth: usize,
     out: &mut String,
@@ -118,10 +124,10 @@ fn write_record(
     let record_type = record_type(members);
     // Masked before anything is read from it: a compound's value is replaced whole.
     let person = !mapping.masked.is_empty()
-        && compound::has_person_name(record_type, members.0.iter().map(|(k, _)| k.as_ref()));
+        && compound::has_person_name(record_type, members.iter().map(|(k, _)| k.as_ref()));
     let mut id = None;
     let mut object = ObjectWriter::open(out);
-    for (name, value) in &members.0 {
+    for (name, value) in members {
         let name = name.as_ref();
         match name {
             "attributes" => continue,
@@ -172,7 +178,7 @@ fn write_nested(
 ) -> Result<(), ToolError> {
     let inner = Members::of(value).map_err(unreadable)?;
     if inner.get("attributes").is_some() {
-        return write_record(&inner, mapping, depth + 1, out);
+        return write_record(&inner.0, mapping, depth + 1, out);
     }
     let Some(rows) = inner.get("records") else {
         out.push_str(value.get());
@@ -197,9 +203,9 @@ fn write_nested(
                     match Members::of(row) {
                         Ok(members) => {
                             if i == 0 {
-                                child_type = record_type(&members);
+                                child_type = record_type(&members.0);
                             }
-                            write_record(&members, mapping, depth + 1, list)?;
+                            write_record(&members.0, mapping, depth + 1, list)?;
                         }
                         Err(_) => list.push_str(row.get()),
                     }
