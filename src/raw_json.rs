@@ -186,6 +186,26 @@ impl<'o> ObjectWriter<'o> {
         self.out
     }
 
+    /// As [`ObjectWriter::key`], for a name read from JSON text ([`Key`]): one borrowed from
+    /// that text had no escapes, and JSON allows no unescaped quote, backslash or control
+    /// character in a string, so it is copied without a look at each byte.
+    pub(crate) fn read_key(&mut self, name: &Cow<'_, str>) -> &mut String {
+        match name {
+            Cow::Borrowed(plain) => {
+                if !self.first {
+                    self.out.push(',');
+                }
+                self.first = false;
+                self.out.reserve(plain.len() + 3);
+                self.out.push('"');
+                self.out.push_str(plain);
+                self.out.push_str("\":");
+                self.out
+            }
+            Cow::Owned(escaped) => self.key(escaped),
+        }
+    }
+
     /// A member whose value is JSON text already (checked when it was read).
     pub(crate) fn raw(&mut self, name: &str, value: &str) {
         self.key(name).push_str(value);
@@ -351,6 +371,25 @@ mod tests {
                 "{not_objects}"
             );
         }
+    }
+
+    #[test]
+    fn members_written_back_by_their_read_names_give_the_same_object() {
+        let text = r#"{"b":1.50,"a\"q":{"x":[1, 2]},"c\u0041":"q\"t","\n":null,"é":"ü"}"#;
+        let raw: Box<RawValue> = serde_json::from_str(text).unwrap();
+        let members = Members::of(&raw).unwrap();
+        let mut out = String::new();
+        let mut object = ObjectWriter::open(&mut out);
+        for (name, value) in &members.0 {
+            object.read_key(name).push_str(value.get());
+        }
+        object.close();
+        let written = ObjectText::new(out).unwrap();
+        let back: serde_json::Value = serde_json::from_str(written.get()).unwrap();
+        assert_eq!(
+            back,
+            serde_json::from_str::<serde_json::Value>(text).unwrap()
+        );
     }
 
     #[test]

@@ -433,7 +433,7 @@ impl Host {
 
     /// The tenant's component's tool listing, read from a fresh instance the first time and
     /// kept with that version after.
-    async fn listing(&self, tenant_id: &str) -> Result<Arc<ToolListing>, CallError> {
+    pub async fn listing(&self, tenant_id: &str) -> Result<Arc<ToolListing>, CallError> {
         let entry = self.tenant(tenant_id)?;
         if let Some(listing) = entry.plugin.tools.get() {
             return Ok(listing.clone());
@@ -464,7 +464,7 @@ impl Host {
             .call_list_tool_metadata(&mut store)
             .await
             .map_err(plugin_error)?;
-        let listing = Arc::new(ToolListing { specs, metadata });
+        let listing = Arc::new(ToolListing::new(specs, metadata));
         Ok(entry.plugin.tools.get_or_init(|| listing).clone())
     }
 

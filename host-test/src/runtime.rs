@@ -228,6 +228,34 @@ impl WasiHttpView for CallState {
 pub struct ToolListing {
     pub specs: Vec<ToolSpec>,
     pub metadata: Vec<ToolMetadata>,
+    /// Per spec, whether it is a governed write: one that takes a preview's
+    /// `confirmation_token`. Read from the input schemas once, not on every call.
+    governed_writes: Vec<bool>,
+}
+
+impl ToolListing {
+    pub fn new(specs: Vec<ToolSpec>, metadata: Vec<ToolMetadata>) -> Self {
+        let governed_writes = specs
+            .iter()
+            .map(|spec| {
+                !spec.read_only
+                    && serde_json::from_str::<serde_json::Value>(&spec.input_schema).is_ok_and(
+                        |schema| schema["properties"].get("confirmation_token").is_some(),
+                    )
+            })
+            .collect();
+        ToolListing {
+            specs,
+            metadata,
+            governed_writes,
+        }
+    }
+
+    /// The spec of the tool `name`, and whether it is a governed write.
+    pub fn tool(&self, name: &str) -> Option<(&ToolSpec, bool)> {
+        let at = self.specs.iter().position(|spec| spec.name == name)?;
+        Some((&self.specs[at], self.governed_writes[at]))
+    }
 }
 
 /// A compiled, pre-instantiated component version.

@@ -127,8 +127,8 @@ fn write_record(
         && compound::has_person_name(record_type, members.iter().map(|(k, _)| k.as_ref()));
     let mut id = None;
     let mut object = ObjectWriter::open(out);
-    for (name, value) in members {
-        let name = name.as_ref();
+    for (key, value) in members {
+        let name = key.as_ref();
         match name {
             "attributes" => continue,
             "Id" => id = raw_json::plain_str(value),
@@ -140,9 +140,9 @@ fn write_record(
         {
             object.string(name, MASKED);
         } else if raw_json::is_object(value) {
-            write_nested(name, value, mapping, depth, object.key(name))?;
+            write_nested(name, value, mapping, depth, object.read_key(key))?;
         } else {
-            object.raw(name, value.get());
+            object.read_key(key).push_str(value.get());
         }
     }
     if let (Some(instance), Some(record_type), Some(id)) = (mapping.instance, record_type, id)

@@ -242,26 +242,26 @@ impl ServerHandler for McpServer {
         if request.name == files::READ_TOOL {
             return files::read_tool_call(&self.host, &principal, &input).map(Into::into);
         }
-        let known = self
+        let listing = self
             .host
-            .list_tools(&principal.tenant_id)
+            .listing(&principal.tenant_id)
             .await
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-        let Some(spec) = known.iter().find(|t| t.name == request.name) else {
+        let policy = self
+            .host
+            .policy(&principal.tenant_id)
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        // A governed write takes a preview's token; the workspace may want the person, not
+        // the model, to give it.
+        let Some((_, governed_write)) = listing
+            .tool(&request.name)
+            .filter(|(spec, _)| policy.hides(&spec.name, spec.read_only).is_none())
+        else {
             return Err(McpError::invalid_params(
                 format!("there is no tool named {:?}", request.name),
                 None,
             ));
         };
-        // A governed write takes a preview's token; the workspace may want the person, not
-        // the model, to give it.
-        let governed_write = !spec.read_only
-            && serde_json::from_str::<serde_json::Value>(&spec.input_schema)
-                .is_ok_and(|schema| schema["properties"].get("confirmation_token").is_some());
-        let policy = self
-            .host
-            .policy(&principal.tenant_id)
-            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
         // The 2026-07-28 era carries the client's era and capabilities in each request.
         let stateless = context.meta.protocol_version() == Some(ProtocolVersion::V_2026_07_28)
             || context

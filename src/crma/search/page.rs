@@ -162,7 +162,7 @@ impl<'de> Visitor<'de> for PropertiesSeed<'_, '_> {
                 && (!UNASKED_ECHOES.contains(&name.as_ref())
                     || shown.asked.iter().any(|p| p.as_str() == name));
             if keep {
-                object.raw(&name, value.get());
+                object.read_key(&name).push_str(value.get());
             }
         }
         object.close();
