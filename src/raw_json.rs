@@ -189,6 +189,10 @@ impl<'o> ObjectWriter<'o> {
     /// As [`ObjectWriter::key`], for a name read from JSON text ([`Key`]): one borrowed from
     /// that text had no escapes, and JSON allows no unescaped quote, backslash or control
     /// character in a string, so it is copied without a look at each byte.
+    #[expect(
+        clippy::ptr_arg,
+        reason = "whether the name is borrowed is what matters here"
+    )]
     pub(crate) fn read_key(&mut self, name: &Cow<'_, str>) -> &mut String {
         match name {
             Cow::Borrowed(plain) => {
