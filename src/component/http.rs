@@ -20,6 +20,9 @@ pub(super) struct WasiHttp {
 
 /// Largest write `blocking-write-and-flush` accepts.
 const WRITE_CHUNK: usize = 4096;
+/// Most bytes asked of the response body in one read. The host answers with what it holds, up
+/// to this, so a page that arrived in one piece is read in one call and kept as it came.
+const READ_CHUNK: u64 = 1 << 20;
 /// How long a failed body write waits for the answer that may explain it (a refusal).
 const ANSWER_GRACE_NANOS: u64 = 1_000_000_000;
 
@@ -181,12 +184,16 @@ fn read_body(
             TransportError::Interrupted("the response body stream was unavailable".into())
         })?;
         loop {
-            match stream.blocking_read(64 * 1024) {
+            match stream.blocking_read(READ_CHUNK) {
                 Ok(chunk) => {
                     if bytes.len() + chunk.len() > limit {
                         return Err(TransportError::ResponseTooLarge { limit });
                     }
-                    bytes.extend_from_slice(&chunk);
+                    if bytes.is_empty() {
+                        bytes = chunk;
+                    } else {
+                        bytes.extend_from_slice(&chunk);
+                    }
                 }
                 Err(StreamError::Closed) => break,
                 Err(StreamError::LastOperationFailed(err)) => {
