@@ -26,18 +26,7 @@ pub(crate) struct Members<'a>(pub(crate) Vec<Member<'a>>);
 impl<'a> Members<'a> {
     /// Reads the members of `object`, which must be a JSON object.
     pub(crate) fn of(object: &'a RawValue) -> Result<Self, serde_json::Error> {
-        let mut members = Members::default();
-        members.read(object)?;
-        Ok(members)
-    }
-
-    /// Reads the members of `object` in place of the ones held, keeping the buffer: a page's
-    /// records are read one after another into one allocation.
-    pub(crate) fn read(&mut self, object: &'a RawValue) -> Result<(), serde_json::Error> {
-        self.0.clear();
-        let mut de = serde_json::Deserializer::from_str(object.get());
-        Fill(&mut self.0).deserialize(&mut de)?;
-        de.end()
+        serde_json::from_str(object.get())
     }
 
     /// The text of the member `name` (exact case), if present.
