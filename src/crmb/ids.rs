@@ -35,7 +35,7 @@ impl SalesforceId {
 
     fn parse_18(text: &str) -> Result<Self, String> {
         let (body, suffix) = text.split_at(15);
-        if checksum(body).eq_ignore_ascii_case(suffix) {
+        if checksum(body).eq_ignore_ascii_case(suffix.as_bytes()) {
             return Ok(SalesforceId(format!(
                 "{body}{}",
                 suffix.to_ascii_uppercase()
@@ -47,7 +47,7 @@ impl SalesforceId {
         let suffix = suffix.to_ascii_uppercase();
         if folded
             && let Some(restored) = restore_case(body, &suffix)
-            && checksum(&restored) == suffix
+            && checksum(&restored) == suffix.as_bytes()
         {
             return Ok(SalesforceId(format!("{restored}{suffix}")));
         }
@@ -55,6 +55,27 @@ impl SalesforceId {
             "{text:?} is not a valid Salesforce record id: its last 3 characters do not match the \
              checksum of the first 15, so it is probably mistyped or truncated"
         ))
+    }
+
+    /// `text` as the id it already is in canonical form, borrowed: 15 characters, or 18 whose
+    /// checksum matches in upper case, as Salesforce itself writes ids. Checked without
+    /// allocating, for the id of every row of a query page; any other spelling (a case-folded
+    /// id, spaces around it) is `None` and goes through [`SalesforceId::parse`].
+    pub fn canonical(text: &str) -> Option<CanonicalId<'_>> {
+        let bytes = text.as_bytes();
+        if !bytes.iter().all(u8::is_ascii_alphanumeric) {
+            return None;
+        }
+        match bytes.len() {
+            15 => Some(CanonicalId(text)),
+            18 => (checksum(&text[..15]) == bytes[15..]).then_some(CanonicalId(text)),
+            _ => None,
+        }
+    }
+
+    /// The id borrowed, as [`SalesforceId::canonical`] gives it.
+    pub fn borrowed(&self) -> CanonicalId<'_> {
+        CanonicalId(&self.0)
     }
 
     /// The id as text, 15 or 18 characters, a case-folded one already re-cased.
@@ -66,7 +87,11 @@ impl SalesforceId {
     /// databases): the 15-character id plus its checksum; an 18-character id is itself.
     pub fn to_18(&self) -> SalesforceId {
         match self.0.len() {
-            15 => SalesforceId(format!("{}{}", self.0, checksum(&self.0))),
+            15 => {
+                let mut id = self.0.clone();
+                id.extend(checksum(&self.0).map(char::from));
+                SalesforceId(id)
+            }
             _ => self.clone(),
         }
     }
@@ -77,20 +102,30 @@ impl SalesforceId {
     }
 }
 
+/// A valid Salesforce record id borrowed from text, in the form Salesforce writes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CanonicalId<'a>(&'a str);
+
+impl<'a> CanonicalId<'a> {
+    /// The id as text, 15 or 18 characters.
+    pub fn as_str(&self) -> &'a str {
+        self.0
+    }
+}
+
 /// The 3-character checksum of a 15-character id: one character per 5-character chunk, whose
 /// bits mark the upper-case letters.
-fn checksum(body: &str) -> String {
-    body.as_bytes()
-        .chunks(5)
-        .map(|chunk| {
-            let bits = chunk
-                .iter()
-                .enumerate()
-                .filter(|(_, b)| b.is_ascii_uppercase())
-                .fold(0usize, |acc, (i, _)| acc | (1 << i));
-            CHECKSUM_ALPHABET[bits] as char
-        })
-        .collect()
+fn checksum(body: &str) -> [u8; 3] {
+    let mut sum = [0; 3];
+    for (mark, chunk) in sum.iter_mut().zip(body.as_bytes().chunks(5)) {
+        let bits = chunk
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.is_ascii_uppercase())
+            .fold(0usize, |acc, (i, _)| acc | (1 << i));
+        *mark = CHECKSUM_ALPHABET[bits];
+    }
+    sum
 }
 
 /// Re-cases a folded 15-character body from its checksum; `None` when a bit marks a digit.
@@ -238,9 +273,9 @@ mod tests {
     #[test]
     fn eighteen_character_checksum_is_checked() {
         // Checksums worked by hand: chunks with no upper-case letter give 'A'.
-        assert_eq!(checksum("001000000000001"), "AAA");
+        assert_eq!(&checksum("001000000000001"), b"AAA");
         // "0015g00000XyZab": chunk 3 'XyZab' has upper at 0 and 2 -> 0b101 = 5 -> 'F'.
-        assert_eq!(checksum("0015g00000XyZab"), "AAF");
+        assert_eq!(&checksum("0015g00000XyZab"), b"AAF");
         assert!(SalesforceId::parse("001000000000001AAA").is_ok());
         assert!(SalesforceId::parse("0015g00000XyZabAAF").is_ok());
         let err = SalesforceId::parse("0015g00000XyZabAAB").unwrap_err();
@@ -253,6 +288,38 @@ mod tests {
         assert_eq!(id.as_str(), "0015g00000XyZabAAF");
         let id = SalesforceId::parse("0015G00000XYZABAAF").unwrap();
         assert_eq!(id.as_str(), "0015g00000XyZabAAF");
+    }
+
+    #[test]
+    fn canonical_ids_are_borrowed_and_every_other_spelling_is_parsed() {
+        for canonical in [
+            "001000000000001",
+            "001000000000001AAA",
+            "0015g00000XyZabAAF",
+        ] {
+            let id = SalesforceId::canonical(canonical).expect(canonical);
+            assert_eq!(id.as_str(), canonical);
+            assert_eq!(SalesforceId::parse(canonical).unwrap().as_str(), canonical);
+        }
+        // Valid ids, but not as Salesforce writes them: parse re-cases or trims them.
+        for other in [
+            "0015g00000xyzabaaf",
+            "0015g00000XyZabaaf",
+            " 001000000000001",
+        ] {
+            assert_eq!(SalesforceId::canonical(other), None, "{other}");
+            assert!(SalesforceId::parse(other).is_ok(), "{other}");
+        }
+        // Not ids at all.
+        for bad in [
+            "0015g00000XyZabAAB",
+            "00100000000001",
+            "001000000000001AA",
+            "0010000-0000001",
+        ] {
+            assert_eq!(SalesforceId::canonical(bad), None, "{bad}");
+            assert!(SalesforceId::parse(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Links that open a record in the Salesforce web interface.
 
-use super::ids::{ApiName, SalesforceId};
+use super::ids::{ApiName, CanonicalId, SalesforceId};
 use crate::error::ToolError;
 use url::Url;
 
@@ -85,9 +85,15 @@ impl InstanceUrl {
     /// Half the length of the Lightning link, for the rows of a query answer.
     pub fn short_record_url(&self, id: &SalesforceId) -> String {
         let mut url = String::with_capacity(self.instance.len() + id.as_str().len());
-        url.push_str(&self.instance);
-        url.push_str(id.as_str());
+        self.push_short_record_url(id.borrowed(), &mut url);
         url
+    }
+
+    /// As [`InstanceUrl::short_record_url`], written at the end of `out`: a page's rows are
+    /// linked without a string allocated per row.
+    pub fn push_short_record_url(&self, id: CanonicalId<'_>, out: &mut String) {
+        out.push_str(&self.instance);
+        out.push_str(id.as_str());
     }
 }
 

@@ -145,10 +145,8 @@ fn write_record(
             object.read_key(key).push_str(value.get());
         }
     }
-    if let (Some(instance), Some(record_type), Some(id)) = (mapping.instance, record_type, id)
-        && let Some(url) = url_for(id, record_type, instance, mapping.links)
-    {
-        object.string("record_url", &url);
+    if let (Some(instance), Some(record_type), Some(id)) = (mapping.instance, record_type, id) {
+        write_link(&mut object, id, record_type, instance, mapping.links);
     }
     object.close();
     Ok(())
@@ -247,6 +245,29 @@ fn incomplete_note(
          to this record (crmb_get_object_fields with include_child_relationships names the \
          field)."
     )
+}
+
+/// The record's `record_url` member, when its id is an id (aggregate rows have none).
+fn write_link(
+    object: &mut ObjectWriter<'_>,
+    id: &str,
+    record_type: &str,
+    instance: &InstanceUrl,
+    links: LinkStyle,
+) {
+    if links == LinkStyle::Short
+        && let Some(id) = SalesforceId::canonical(id)
+    {
+        // The way nearly every row goes: an id as Salesforce writes it, linked in place. A
+        // serialised URL holds no quote, backslash or control character (the URL Standard
+        // percent-encodes them), and an id is letters and digits, so nothing needs escaping.
+        let out = object.key("record_url");
+        out.push('"');
+        instance.push_short_record_url(id, out);
+        out.push('"');
+    } else if let Some(url) = url_for(id, record_type, instance, links) {
+        object.string("record_url", &url);
+    }
 }
 
 fn url_for(
