@@ -21,6 +21,7 @@ fn main() {
         "wit",
         "Cargo.toml",
         "Cargo.lock",
+        ".cargo/config.toml",
         "host-test/build/wasm.rs",
     ] {
         println!("cargo:rerun-if-changed={}", root.join(watched).display());
