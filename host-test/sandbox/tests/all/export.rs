@@ -192,11 +192,19 @@ async fn twenty_five_thousand_contacts_export_past_ten_thousand_paced_and_flat()
             );
         }
     }
-    // Paced on the component's clock, in whole milliseconds, 250 ms between request starts; a
-    // request's way through the host to the sandbox varies by a few milliseconds.
-    let gaps: Vec<Duration> = log.windows(2).map(|w| w[1].at - w[0].at).collect();
-    let shortest = gaps.iter().min().unwrap();
-    assert!(*shortest >= Duration::from_millis(235), "{shortest:?}");
+    // Paced on the component's clock, 250 ms between request starts (unit-tested in
+    // crma::search::export). A request reaches the sandbox later than it started by however
+    // long the host took to pass it on, tens of milliseconds on a loaded CI machine, so two
+    // arrivals can be closer than 250 ms; what must hold is HubSpot's own limit, 5 searches a
+    // second: no second holds six arrivals.
+    for (k, six) in log.windows(6).enumerate() {
+        let span = six[5].at - six[0].at;
+        assert!(
+            span > Duration::from_secs(1),
+            "requests {k} to {} arrived within {span:?}",
+            k + 5
+        );
+    }
     assert!(
         log[124].at - log[0].at >= Duration::from_millis(124 * 249),
         "{:?}",
