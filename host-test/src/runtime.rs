@@ -311,17 +311,9 @@ impl Runtime {
                 .table_keep_resident(TABLE_KEPT_RESIDENT);
         }
         let mut config = Config::new();
-        // Cranelift inlines small Wasm functions into their callers: each call saved is an
-        // epoch check saved (wasmtime checks the deadline on entry to every function), which
-        // the JSON reading and writing of a large answer makes by the hundred thousand. The
-        // 2,000-record mapping bench: 2.46 -> 2.28 ms; compiling the component once per version
-        // (then cached on disk) takes 1.8 -> 2.6 s. A slot's memory never moves (the pooling
-        // allocator reserves its whole range), so compiled code may keep the base in a register.
         config
             .allocation_strategy(InstanceAllocationStrategy::Pooling(pooling))
-            .epoch_interruption(true)
-            .compiler_inlining(wasmtime::Inlining::Yes)
-            .memory_may_move(false);
+            .epoch_interruption(true);
         // `CRM_HOST_PERF_MAP=1` names the component's compiled functions for `perf` (a
         // `/tmp/perf-<pid>.map`), so a profile shows guest code by name; off by default.
         if std::env::var_os("CRM_HOST_PERF_MAP").is_some_and(|v| v == "1") {
