@@ -4,11 +4,12 @@
 //! built for a record and serialised again, and every field keeps its place.
 
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
-use serde::Serialize;
 use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::{Serialize, Serializer};
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::fmt;
+use std::ops::Range;
 
 /// One member of a JSON object as the CRM sent it: its name (borrowed unless it had escapes)
 /// and its value's text, unparsed.
@@ -27,6 +28,18 @@ impl<'a> Members<'a> {
     /// Reads the members of `object`, which must be a JSON object.
     pub(crate) fn of(object: &'a RawValue) -> Result<Self, serde_json::Error> {
         serde_json::from_str(object.get())
+    }
+
+    /// As [`Members::of`], into `into` (cleared first): a buffer reused from one object to the
+    /// next costs no allocation per object.
+    pub(crate) fn read_into(
+        object: &'a RawValue,
+        into: &mut Vec<Member<'a>>,
+    ) -> Result<(), serde_json::Error> {
+        into.clear();
+        let mut reader = serde_json::Deserializer::from_str(object.get());
+        Fill(into).deserialize(&mut reader)?;
+        reader.end()
     }
 
     /// The text of the member `name` (exact case), if present.
@@ -133,6 +146,21 @@ impl<'de> Deserialize<'de> for Key<'de> {
     }
 }
 
+/// Where a member read from `source` stands in it: from its name's opening quote to the end
+/// of its value. `None` when its name had escapes (it was copied, so it is not in `source`) or
+/// it was read from other text. Consecutive members of one object give adjoining ranges,
+/// whose union is those members with the commas between them: JSON text to copy as it is.
+pub(crate) fn span_of(source: &str, (name, value): &Member<'_>) -> Option<Range<usize>> {
+    let Cow::Borrowed(name) = name else {
+        return None;
+    };
+    let base = source.as_ptr() as usize;
+    let start = (name.as_ptr() as usize).checked_sub(base)?.checked_sub(1)?;
+    let value = value.get();
+    let end = (value.as_ptr() as usize).checked_sub(base)? + value.len();
+    (end <= source.len() && source.as_bytes()[start] == b'"').then_some(start..end)
+}
+
 /// The text of a JSON string value, when `value` is a string without escapes (record ids,
 /// type names): read without allocating.
 pub(crate) fn plain_str(value: &RawValue) -> Option<&str> {
@@ -199,6 +227,16 @@ impl<'o> ObjectWriter<'o> {
         }
     }
 
+    /// Members copied whole from the text they were read from ([`span_of`]): one copy for a
+    /// run of members the mapping leaves as they are, not one per name and value.
+    pub(crate) fn members_text(&mut self, members: &str) {
+        if !self.first {
+            self.out.push(',');
+        }
+        self.first = false;
+        self.out.push_str(members);
+    }
+
     /// A member whose value is JSON text already (checked when it was read).
     pub(crate) fn raw(&mut self, name: &str, value: &str) {
         self.key(name).push_str(value);
@@ -230,33 +268,63 @@ pub(crate) fn push_str(out: &mut String, text: &str) {
     }
 }
 
+/// Text a mapper wrote, kept as it is. It is JSON by construction: every value in it is text
+/// the page's own parse checked, or a string [`push_str`] escaped, and every name was read
+/// from JSON without escapes or escaped again. Parsing it once more cost a fifth of the
+/// component's mapping time, so only test builds (debug assertions) check it again, and
+/// every test then checks every record it maps.
+fn written(text: &str) -> Result<(), serde_json::Error> {
+    if cfg!(debug_assertions) {
+        serde_json::from_str::<&RawValue>(text)?;
+    }
+    Ok(())
+}
+
+/// Serialises `json` as it stands, through serde_json's raw-value protocol (the one
+/// [`RawValue`]'s own `Serialize` uses): serde_json writes it verbatim, and `to_value` parses it.
+fn emit_raw<S: Serializer>(json: &str, serializer: S) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeStruct;
+    let mut raw = serializer.serialize_struct(RAW_VALUE_TOKEN, 1)?;
+    raw.serialize_field(RAW_VALUE_TOKEN, json)?;
+    raw.end()
+}
+
+/// The struct name serde_json's serialisers take as "raw JSON follows" (`serde_json::raw::TOKEN`,
+/// not exported). A test checks it still is.
+const RAW_VALUE_TOKEN: &str = "$serde_json::private::RawValue";
+
 /// A JSON object written by a mapper, carried to the tool's answer as text: serialised as it
 /// is, and described in the output schema as an open object, which clients validate in one
 /// step rather than field by field.
-#[derive(Debug, Clone, Serialize)]
-#[serde(transparent)]
-pub(crate) struct ObjectText(Box<RawValue>);
+#[derive(Debug, Clone)]
+pub(crate) struct ObjectText(String);
 
 impl ObjectText {
-    /// Wraps text a mapper wrote. The text is checked once here, so a mapping mistake is a
-    /// typed error rather than broken JSON in an answer.
+    /// Wraps text a mapper wrote with [`ObjectWriter`].
     pub(crate) fn new(text: String) -> Result<Self, serde_json::Error> {
-        RawValue::from_string(text).map(ObjectText)
+        written(&text)?;
+        Ok(ObjectText(text))
     }
 
     /// A map already held as a `Value` tree, written as text.
     pub(crate) fn of(map: &serde_json::Map<String, serde_json::Value>) -> Self {
-        ObjectText(serde_json::value::to_raw_value(map).expect("a JSON map serialises"))
+        ObjectText(serde_json::to_string(map).expect("a JSON map serialises"))
     }
 
     /// The object's JSON text.
     pub(crate) fn get(&self) -> &str {
-        self.0.get()
+        &self.0
     }
 
     /// The object's members, in order.
     pub(crate) fn members(&self) -> Result<Members<'_>, serde_json::Error> {
-        Members::of(&self.0)
+        serde_json::from_str(&self.0)
+    }
+}
+
+impl Serialize for ObjectText {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        emit_raw(&self.0, serializer)
     }
 }
 
@@ -275,9 +343,8 @@ impl JsonSchema for ObjectText {
 }
 
 /// A JSON array written by a mapper, carried to the answer as text: a table's row.
-#[derive(Debug, Clone, Serialize)]
-#[serde(transparent)]
-pub(crate) struct ArrayText(Box<RawValue>);
+#[derive(Debug, Clone)]
+pub(crate) struct ArrayText(String);
 
 impl ArrayText {
     /// The values of `record` in the order of `fields`, `null` where it has none.
@@ -290,7 +357,14 @@ impl ArrayText {
             text.push_str(record.get(field).map_or("null", |v| v.get()));
         }
         text.push(']');
-        RawValue::from_string(text).map(ArrayText)
+        written(&text)?;
+        Ok(ArrayText(text))
+    }
+}
+
+impl Serialize for ArrayText {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        emit_raw(&self.0, serializer)
     }
 }
 
@@ -333,6 +407,28 @@ mod tests {
         assert!(is_null(members.get("d").unwrap()));
         assert_eq!(plain_str(members.get("cA").unwrap()), None, "escaped");
         assert!(Members::of(&RawValue::from_string("[1]".into()).unwrap()).is_err());
+    }
+
+    #[test]
+    fn a_members_span_is_found_only_in_the_text_it_was_read_from() {
+        let text = r#"{"a" : 1,"b\u0041":2, "c":[3]}"#;
+        let raw: Box<RawValue> = serde_json::from_str(text).unwrap();
+        let members = Members::of(&raw).unwrap();
+        let spans: Vec<_> = members.0.iter().map(|m| span_of(raw.get(), m)).collect();
+        assert_eq!(
+            spans,
+            [Some(1..8), None, Some(22..29)],
+            "an escaped name is a copy"
+        );
+        assert_eq!(&raw.get()[1..8], r#""a" : 1"#);
+        let elsewhere = r#"{"a" : 1,"bA":2, "c":[3]}"#.to_string();
+        assert_eq!(span_of(&elsewhere, &members.0[0]), None);
+        assert_eq!(span_of(&raw.get()[..25], &members.0[2]), None, "cut short");
+        assert_eq!(
+            span_of(&raw.get()[2..], &members.0[0]),
+            None,
+            "its quote cut off"
+        );
     }
 
     #[test]
@@ -395,9 +491,14 @@ mod tests {
         let text = ObjectText::new(out).unwrap();
         let back: serde_json::Value = serde_json::from_str(text.get()).unwrap();
         assert_eq!(back, serde_json::json!({"n": 12, "s\"q": "line\nbreak"}));
+        // serde_json still takes the raw-value token: written verbatim, and parsed by to_value.
         assert_eq!(
             serde_json::to_string(&[&text]).unwrap(),
             format!("[{}]", text.get())
+        );
+        assert_eq!(
+            serde_json::to_value(&text).unwrap(),
+            serde_json::json!({"n": 12, "s\"q": "line\nbreak"})
         );
     }
 }

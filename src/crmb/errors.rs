@@ -42,6 +42,25 @@ pub fn parse_answer<'a, T: serde::Deserialize<'a>>(
     })
 }
 
+/// As [`parse_answer`], for an answer whose text the caller reads from again (a query page,
+/// whose records are copied from it): the text and what it holds.
+pub fn parse_answer_text<'a, T: serde::Deserialize<'a>>(
+    response: &'a Response,
+    what: &str,
+) -> Result<(&'a str, T), ToolError> {
+    let unexpected = |err: String| -> ToolError {
+        CrmProblem::unexpected_answer(
+            Crm::Salesforce,
+            response.status,
+            format!("{what} was not the expected JSON: {err}"),
+        )
+        .into()
+    };
+    let text = std::str::from_utf8(&response.body).map_err(|e| unexpected(e.to_string()))?;
+    let answer = serde_json::from_str(text).map_err(|e| unexpected(e.to_string()))?;
+    Ok((text, answer))
+}
+
 /// Maps a non-success response. `subject` names what the call was about (e.g. "Account
 /// 001...") for not-found messages.
 pub fn map_error(response: &Response, retry: Option<RetryHint>, subject: &str) -> ToolError {

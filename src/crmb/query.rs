@@ -2,7 +2,7 @@
 //! budget, and large results streamed to a JSON Lines file page by page.
 
 use super::client;
-use super::errors::parse_answer;
+use super::errors::parse_answer_text;
 use super::outputs::{
     FileFormat, InlineRecords, QueryResult, QueryRows, Record, ResultFile, TableRecords,
 };
@@ -271,13 +271,13 @@ impl Pager<'_> {
         }
         let subject = format!("result for the query on {}", self.query.object());
         let response = client::send(session, &Request::read(Crm::Salesforce, url), &subject)?;
-        let page: WirePage<'_> = parse_answer(&response, "the query answer")?;
+        let (text, page): (_, WirePage<'_>) = parse_answer_text(&response, "the query answer")?;
         let mapping = Mapping {
             instance: self.instance,
             masked: &self.config.policy.masked,
             links: LinkStyle::Short,
         };
-        let records = map_records(&page.records, &mapping)?;
+        let records = map_records(&page.records, text, &mapping)?;
         Ok(Page {
             total_size: page.total_size,
             done: page.done,

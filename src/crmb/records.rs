@@ -10,6 +10,7 @@ use crate::error::{Crm, CrmProblem, ToolError};
 use crate::raw_json::{self, Member, Members, ObjectList, ObjectText, ObjectWriter};
 use serde_json::Value;
 use serde_json::value::RawValue;
+use std::ops::Range;
 
 /// Most records nested one inside another (parent lookups and child subquery rows alike) that
 /// are mapped. Salesforce nests at most 5 levels of relationships and 5 of child subqueries, so
@@ -46,29 +47,61 @@ pub(crate) fn map_record_text(
     mapping: &Mapping<'_>,
 ) -> Result<ObjectText, ToolError> {
     let members = Members::of(record).map_err(unreadable)?;
-    write_object(&members.0, mapping)
+    write_object(
+        &members.0,
+        Pass {
+            source: record.get(),
+            mapping,
+        },
+        &mut Vec::new(),
+    )
 }
 
 /// As [`map_record_text`] for each record of a page, in order, their members read with the
-/// page itself ([`ObjectList`]).
+/// page itself ([`ObjectList`]) from `page`, the page's text.
 pub(crate) fn map_records(
     records: &ObjectList<'_>,
+    page: &str,
     mapping: &Mapping<'_>,
 ) -> Result<Vec<ObjectText>, ToolError> {
+    let mut nested = Vec::new();
     records
         .iter()
-        .map(|members| write_object(members, mapping))
+        .map(|members| {
+            write_object(
+                members,
+                Pass {
+                    source: page,
+                    mapping,
+                },
+                &mut nested,
+            )
+        })
         .collect()
 }
 
-/// A top-level record's text, checked to be JSON.
-fn write_object(members: &[Member<'_>], mapping: &Mapping<'_>) -> Result<ObjectText, ToolError> {
+/// The text a record's members were read from (runs of members are copied from it) and how to
+/// map them.
+#[derive(Clone, Copy)]
+struct Pass<'p> {
+    source: &'p str,
+    mapping: &'p Mapping<'p>,
+}
+
+/// A top-level record's text.
+/// `nested` is a buffer for the members of the objects inside it, kept from one record to the
+/// next.
+fn write_object<'a>(
+    members: &[Member<'a>],
+    pass: Pass<'_>,
+    nested: &mut Vec<Member<'a>>,
+) -> Result<ObjectText, ToolError> {
     let size: usize = members
         .iter()
         .map(|(k, v)| k.len() + v.get().len() + 4)
         .sum();
     let mut out = String::with_capacity(size + 64);
-    write_record(members, mapping, 1, &mut out)?;
+    write_record(members, pass, 1, &mut out, nested)?;
     ObjectText::new(out).map_err(unreadable)
 }
 
@@ -107,49 +140,86 @@ fn record_type<'a>(members: &[Member<'a>]) -> Option<&'a str> {
         #[serde(rename = "type", borrow)]
         record_type: Option<&'a str>,
     }
-    serde_json::from_str::<Attributes<'a>>(raw_json::member(members, "attributes")?.get())
+    let attributes = raw_json::member(members, "attributes")?.get();
+    // As Salesforce writes them, `type` comes first: read in place, without a parser.
+    if let Some(rest) = attributes.strip_prefix(r#"{"type":""#)
+        && let Some(end) = rest.find(['"', '\\'])
+        && rest.as_bytes()[end] == b'"'
+    {
+        return Some(&rest[..end]);
+    }
+    serde_json::from_str::<Attributes<'a>>(attributes)
         .ok()?
         .record_type
 }
 
-fn write_record(
-    members: &[Member<'_>],
-    mapping: &Mapping<'_>,
+/// Writes one record. Members the mapping leaves as they are (nearly all of them) are copied
+/// from the pass's source a run at a time rather than name by name and value by value.
+fn write_record<'a>(
+    members: &[Member<'a>],
+    pass: Pass<'_>,
     depth: usize,
     out: &mut String,
+    nested: &mut Vec<Member<'a>>,
 ) -> Result<(), ToolError> {
     if depth > MAX_RECORD_DEPTH {
         return Err(too_deep());
     }
     let record_type = record_type(members);
     // Masked before anything is read from it: a compound's value is replaced whole.
-    let person = !mapping.masked.is_empty()
+    let person = !pass.mapping.masked.is_empty()
         && compound::has_person_name(record_type, members.iter().map(|(k, _)| k.as_ref()));
     let mut id = None;
     let mut object = ObjectWriter::open(out);
-    for (key, value) in members {
+    let mut run: Option<Range<usize>> = None;
+    for member in members {
+        let (key, value) = member;
         let name = key.as_ref();
         match name {
-            "attributes" => continue,
+            "attributes" => {
+                copy_run(&mut object, pass.source, run.take());
+                continue;
+            }
             "Id" => id = raw_json::plain_str(value),
             _ => {}
         }
-        if !mapping.masked.is_empty()
+        let masked = !pass.mapping.masked.is_empty()
             && !raw_json::is_null(value)
-            && compound::shows_masked(name, person, mapping.masked).is_some()
+            && compound::shows_masked(name, person, pass.mapping.masked).is_some();
+        let object_valued = !masked && raw_json::is_object(value);
+        if !masked
+            && !object_valued
+            && let Some(span) = raw_json::span_of(pass.source, member)
         {
+            run = Some(run.map_or(span.clone(), |r| r.start..span.end));
+            continue;
+        }
+        copy_run(&mut object, pass.source, run.take());
+        if masked {
             object.string(name, MASKED);
-        } else if raw_json::is_object(value) {
-            write_nested(name, value, mapping, depth, object.read_key(key))?;
+        } else if object_valued {
+            let out = object.read_key(key);
+            write_nested(name, value, pass, depth, out, nested)?;
         } else {
             object.read_key(key).push_str(value.get());
         }
     }
-    if let (Some(instance), Some(record_type), Some(id)) = (mapping.instance, record_type, id) {
-        write_link(&mut object, id, record_type, instance, mapping.links);
+    copy_run(&mut object, pass.source, run);
+    if let (Some(instance), Some(record_type), Some(id)) = (pass.mapping.instance, record_type, id)
+    {
+        write_link(&mut object, id, record_type, instance, pass.mapping.links);
     }
     object.close();
     Ok(())
+}
+
+/// Copies a run of members left as they are ([`raw_json::span_of`]) from `source`. A run
+/// starts at a name's opening quote and ends where a value's text does, both within `source`,
+/// so it is whole characters.
+fn copy_run(object: &mut ObjectWriter<'_>, source: &str, run: Option<Range<usize>>) {
+    if let Some(run) = run {
+        object.members_text(&source[run]);
+    }
 }
 
 fn too_deep() -> ToolError {
@@ -167,18 +237,39 @@ fn too_deep() -> ToolError {
 
 /// An object-valued field: a parent record (it has attributes), a child query result
 /// (`{totalSize, done, records}`), or any other object (a compound address), copied as it is.
-fn write_nested(
+fn write_nested<'a>(
     name: &str,
-    value: &RawValue,
-    mapping: &Mapping<'_>,
+    value: &'a RawValue,
+    pass: Pass<'_>,
     depth: usize,
     out: &mut String,
+    buffer: &mut Vec<Member<'a>>,
 ) -> Result<(), ToolError> {
-    let inner = Members::of(value).map_err(unreadable)?;
-    if inner.get("attributes").is_some() {
-        return write_record(&inner.0, mapping, depth + 1, out);
+    // This object's members go in `buffer`, and the objects inside it get a buffer of their
+    // own; `buffer` keeps its allocation for the next record's.
+    let mut inner = std::mem::take(buffer);
+    let written = match Members::read_into(value, &mut inner) {
+        Ok(()) => write_nested_members(name, value, &inner, pass, depth, out, buffer),
+        Err(err) => Err(unreadable(err)),
+    };
+    *buffer = inner;
+    written
+}
+
+/// As [`write_nested`], its members read.
+fn write_nested_members<'a>(
+    name: &str,
+    value: &'a RawValue,
+    inner: &[Member<'a>],
+    pass: Pass<'_>,
+    depth: usize,
+    out: &mut String,
+    nested: &mut Vec<Member<'a>>,
+) -> Result<(), ToolError> {
+    if raw_json::member(inner, "attributes").is_some() {
+        return write_record(inner, pass, depth + 1, out, nested);
     }
-    let Some(rows) = inner.get("records") else {
+    let Some(rows) = raw_json::member(inner, "records") else {
         out.push_str(value.get());
         return Ok(());
     };
@@ -187,9 +278,9 @@ fn write_nested(
         return Ok(());
     };
     let mut child_type = None;
-    let cut = inner.get("done").is_some_and(|d| d.get().trim() == "false");
+    let cut = raw_json::member(inner, "done").is_some_and(|d| d.get().trim() == "false");
     let mut result = ObjectWriter::open(out);
-    for (key, field) in &inner.0 {
+    for (key, field) in inner {
         match key.as_ref() {
             "records" => {
                 let list = result.key("records");
@@ -203,7 +294,7 @@ fn write_nested(
                             if i == 0 {
                                 child_type = record_type(&members.0);
                             }
-                            write_record(&members.0, mapping, depth + 1, list)?;
+                            write_record(&members.0, pass, depth + 1, list, nested)?;
                         }
                         Err(_) => list.push_str(row.get()),
                     }
@@ -215,9 +306,8 @@ fn write_nested(
         }
     }
     if cut {
-        let total = inner
-            .get("totalSize")
-            .and_then(|t| t.get().trim().parse::<u64>().ok());
+        let total =
+            raw_json::member(inner, "totalSize").and_then(|t| t.get().trim().parse::<u64>().ok());
         result.raw("incomplete", "true");
         result.string(
             "note",
@@ -376,6 +466,33 @@ mod tests {
         assert_eq!(
             mapped.get(),
             r#"{"Name":"Big deal","Amount":1250.50,"Id":"006000000000001AAA","CloseDate":"2026-12-01","Account":{"Name":"Acme","Id":"001000000000001AAA","record_url":"https://acme.my.salesforce.com/001000000000001AAA"},"Description":null,"record_url":"https://acme.my.salesforce.com/006000000000001AAA"}"#
+        );
+    }
+
+    /// Runs of members left as they are are copied from Salesforce's text in one piece: a run
+    /// stops at whatever the mapping changes (attributes, a masked value, a parent record, a
+    /// name with escapes) and starts again after it, and the text between members (spaces,
+    /// line breaks) comes along as it was.
+    #[test]
+    fn runs_of_unchanged_members_are_copied_whole_and_stop_where_the_mapping_acts() {
+        let instance = InstanceUrl::parse("https://acme.my.salesforce.com").unwrap();
+        let text = "{\"Name\" : \"Ada\",\n \"Amount\":1.50, \"attributes\":{\"type\":\"Contact\"},\
+                    \"Id\":\"003000000000001AAA\",\"Phone\":\"555\",\"Ti\\u0074le\":\"CEO\",\
+                    \"Email\":\"ada@example.com\",\"Account\":{\"attributes\":{\"type\":\"Account\"},\
+                    \"Name\":\"Acme\"},\"Fax\":null}";
+        let row: Box<RawValue> = serde_json::from_str(text).unwrap();
+        let masked = ["phone".to_string()];
+        let mapping = Mapping {
+            instance: Some(&instance),
+            masked: &masked,
+            links: LinkStyle::Short,
+        };
+        assert_eq!(
+            map_record_text(&row, &mapping).unwrap().get(),
+            "{\"Name\" : \"Ada\",\n \"Amount\":1.50,\"Id\":\"003000000000001AAA\",\
+             \"Phone\":\"[masked by workspace policy]\",\"Title\":\"CEO\",\
+             \"Email\":\"ada@example.com\",\"Account\":{\"Name\":\"Acme\"},\"Fax\":null,\
+             \"record_url\":\"https://acme.my.salesforce.com/003000000000001AAA\"}"
         );
     }
 
