@@ -225,15 +225,16 @@ struct Options {
     no_cache: bool,
     #[command(flatten)]
     pace: store::PaceArgs,
-    /// How `mcp` and `serve` give each tool answer: `structured` (structuredContent and the
-    /// same JSON as text, with output schemas: MCP's recommended form) or `text` (the text
-    /// alone, no output schemas: half the bytes, for clients that pass only text to the model).
+    /// How `mcp` and `serve` give each tool answer: `text` (the JSON as text alone, no output
+    /// schemas: what clients pass to the model, one copy on the wire) or `structured`
+    /// (structuredContent and the same JSON as text, with output schemas, for clients that
+    /// read typed results: twice the bytes).
     #[arg(
         long,
         global = true,
         value_enum,
         env = "CRM_HOST_ANSWERS",
-        default_value = "structured"
+        default_value = "text"
     )]
     answers: crate::answer_form::AnswerForm,
 }

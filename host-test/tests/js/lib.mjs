@@ -42,11 +42,16 @@ export function serverEnv() {
   return { ...process.env, CRM_FILE_THRESHOLD_RECORDS: '1', NO_COLOR: '1' };
 }
 
+// Every crm-host here gives structured answers (structuredContent beside the text, output
+// schemas listed; the default is the text alone), which the SDKs check against each tool's
+// output schema.
+const STRUCTURED = ['--answers', 'structured'];
+
 // `crm-host mcp` for one tenant (acme) with its own data and results folders.
 export function stdioServer(crmHost, workdir, name) {
   return {
     command: crmHost,
-    args: ['mcp', '--data-dir', path.join(workdir, `${name}-data`),
+    args: ['mcp', ...STRUCTURED, '--data-dir', path.join(workdir, `${name}-data`),
       '--results-dir', path.join(workdir, `${name}-results`)],
     env: serverEnv(),
   };
@@ -89,7 +94,7 @@ export async function startHttpServer(crmHost, workdir, name = 'http') {
   const tenants = writeTenants(workdir);
   const logPath = path.join(workdir, `${name}-server.log`);
   const log = createWriteStream(logPath);
-  const child = spawn(crmHost, ['serve', '--listen', '127.0.0.1:0', '--tenants', tenants,
+  const child = spawn(crmHost, ['serve', ...STRUCTURED, '--listen', '127.0.0.1:0', '--tenants', tenants,
     '--data-dir', path.join(workdir, `${name}-data`),
     '--results-dir', path.join(workdir, `${name}-results`)],
   { env: serverEnv(), stdio: ['ignore', 'pipe', 'pipe'], detached: true });

@@ -5,10 +5,10 @@ Usage: python mcp_client.py <path to crm-host>
 Over stdio (`crm-host mcp`) and over Streamable HTTP (`crm-host serve`, two tenants, two
 tokens): lists the tools with their annotations and output schemas, calls a read, a create
 and a failing call against the sandbox, and reads a large result back as a resource. The SDK
-itself checks every structuredContent against the tool's outputSchema. With
+itself checks every structuredContent against the tool's outputSchema (`--answers structured`). With
 CRM_POLICY_CONFIRM_WRITES=user, a write asks the person through the SDK's elicitation callback:
 accept writes once, decline sends nothing (journal: declined), a client without the callback
-is refused, and the model's own token is refused. With `--answers text`, the tools list no
+is refused, and the model's own token is refused. In the default form (text), the tools list no
 output schema and each answer is its text alone, which the SDK takes as it is: a query's rows,
 each with its link, in the text block, as a table too. Exits non-zero on the first thing that is
 not as it should be.
@@ -89,7 +89,7 @@ async def over_stdio(crm_host, workdir):
     env = dict(os.environ, CRM_FILE_THRESHOLD_RECORDS="1")
     params = StdioServerParameters(
         command=crm_host,
-        args=["mcp", "--data-dir", os.path.join(workdir, "stdio-data"),
+        args=["mcp", "--answers", "structured", "--data-dir", os.path.join(workdir, "stdio-data"),
               "--results-dir", os.path.join(workdir, "stdio-results")],
         env=env)
     async with stdio_client(params) as (read, write):
@@ -104,7 +104,7 @@ async def the_person_confirms(crm_host, workdir):
     env = dict(os.environ, CRM_POLICY_CONFIRM_WRITES="user")
     params = StdioServerParameters(
         command=crm_host,
-        args=["mcp", "--data-dir", os.path.join(workdir, "confirm-data"),
+        args=["mcp", "--answers", "structured", "--data-dir", os.path.join(workdir, "confirm-data"),
               "--results-dir", os.path.join(workdir, "confirm-results")],
         env=env)
     asked = []
@@ -194,7 +194,7 @@ async def over_http(crm_host, workdir):
             digest = hashlib.sha256(token.encode()).hexdigest()
             f.write(f'[[tokens]]\nsha256 = "{digest}"\ntenant = "{tenant}"\nuser = "{tenant}-user"\n')
     server = subprocess.Popen(
-        [crm_host, "serve", "--listen", "127.0.0.1:0", "--tenants", tenants,
+        [crm_host, "serve", "--answers", "structured", "--listen", "127.0.0.1:0", "--tenants", tenants,
          "--data-dir", os.path.join(workdir, "http-data"),
          "--results-dir", os.path.join(workdir, "http-results")],
         stdout=subprocess.PIPE, env=dict(os.environ, CRM_FILE_THRESHOLD_RECORDS="1"), text=True)
@@ -218,11 +218,12 @@ async def over_http(crm_host, workdir):
 
 
 async def text_answers(crm_host, workdir):
+    """The default form: no --answers, no CRM_HOST_ANSWERS."""
     params = StdioServerParameters(
         command=crm_host,
-        args=["mcp", "--answers", "text", "--data-dir", os.path.join(workdir, "text-data"),
+        args=["mcp", "--data-dir", os.path.join(workdir, "text-data"),
               "--results-dir", os.path.join(workdir, "text-results")],
-        env=dict(os.environ))
+        env={k: v for k, v in os.environ.items() if k != "CRM_HOST_ANSWERS"})
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()

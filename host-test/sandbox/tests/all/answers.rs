@@ -1,6 +1,7 @@
-//! The operator's answer form, through a real MCP client over stdio: `--answers text` gives
-//! each answer once, as text, and lists no output schemas (a client must refuse a result
-//! without `structuredContent` from a tool that declares one).
+//! The operator's answer form, through a real MCP client over stdio. By default each answer
+//! comes once, as text, and tools list no output schemas (a client must refuse a result
+//! without `structuredContent` from a tool that declares one); `--answers structured` adds
+//! `structuredContent`, the same JSON, and the output schemas it is checked against.
 
 use crate::mcp::{call, stdio_command, temp_dir, tool_error};
 use rmcp::ServiceExt;
@@ -14,10 +15,11 @@ fn text_json(result: &rmcp::model::CallToolResult) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn text_answers_come_once_and_tools_list_no_output_schema() {
+async fn by_default_answers_come_once_as_text_and_tools_list_no_output_schema() {
     let dir = temp_dir("answers-text");
-    let transport =
-        TokioChildProcess::new(stdio_command(&dir, &[("CRM_HOST_ANSWERS", "text")])).unwrap();
+    let mut command = stdio_command(&dir, &[]);
+    command.env_remove("CRM_HOST_ANSWERS");
+    let transport = TokioChildProcess::new(command).unwrap();
     let client = ().serve(transport).await.unwrap();
 
     let tools = client.list_all_tools().await.unwrap();
@@ -51,6 +53,43 @@ async fn text_answers_come_once_and_tools_list_no_output_schema() {
         );
     }
     // Errors read the same in either form.
+    let failed = client
+        .call_tool(call(
+            "crmb_get_record",
+            json!({"object": "Account", "record_id": "not-an-id"}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(tool_error(&failed)["error"]["kind"], "invalid-input");
+
+    client.cancel().await.unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn structured_answers_carry_structured_content_and_the_same_json_as_text() {
+    let dir = temp_dir("answers-structured");
+    let transport =
+        TokioChildProcess::new(stdio_command(&dir, &[("CRM_HOST_ANSWERS", "structured")])).unwrap();
+    let client = ().serve(transport).await.unwrap();
+
+    let tools = client.list_all_tools().await.unwrap();
+    for tool in &tools {
+        let schema = tool.output_schema.as_ref().expect(&tool.name);
+        assert_eq!(schema.get("type"), Some(&json!("object")), "{}", tool.name);
+    }
+    let query = client
+        .call_tool(call(
+            "crmb_run_soql_query",
+            json!({"query": "SELECT Id, Name, Amount FROM Opportunity LIMIT 5"}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(query.is_error, Some(false));
+    let structured = query.structured_content.clone().expect("structuredContent");
+    assert_eq!(structured, text_json(&query), "the text is the same JSON");
+    assert!(!structured["records"].as_array().unwrap().is_empty());
+    // An error has no structuredContent: it would be checked against the success schema.
     let failed = client
         .call_tool(call(
             "crmb_get_record",

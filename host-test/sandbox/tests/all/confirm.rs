@@ -5,7 +5,7 @@
 //! cannot ask is refused under `user` and gets the token flow under `user-or-token`.
 
 use crate::fixtures::{ALL_SCOPES, plugin};
-use crate::mcp::{call, tool_error};
+use crate::mcp::{answer, call, tool_error};
 use crm_host::mcp::{McpServer, Principal};
 use crm_host::{AuditLog, CallRequest, Host};
 use crm_sandbox::SandboxCrm;
@@ -101,12 +101,12 @@ async fn amount(host: &Host) -> Value {
 
 /// The journal's statuses for the deal, newest first.
 async fn statuses<C: ClientHandler>(session: &RunningService<RoleClient, C>) -> Vec<String> {
-    let listed = session
-        .call_tool(call("crm_list_changes", json!({"record_id": "357300"})))
-        .await
-        .unwrap()
-        .structured_content
-        .unwrap();
+    let listed = answer(
+        &session
+            .call_tool(call("crm_list_changes", json!({"record_id": "357300"})))
+            .await
+            .unwrap(),
+    );
     listed["changes"]
         .as_array()
         .unwrap()
@@ -133,7 +133,7 @@ async fn the_person_accepts_and_the_write_is_made_once() {
         .await
         .unwrap();
     assert_eq!(result.is_error, Some(false), "{result:?}");
-    let out = result.structured_content.unwrap();
+    let out = answer(&result);
     assert!(out["change_id"].is_string(), "{out}");
     assert!(
         !out.to_string().contains("confirmation_token"),
@@ -228,12 +228,12 @@ async fn under_user_or_token_a_client_that_cannot_ask_uses_the_token() {
     let session = client(host.clone(), ()).await;
     let mut preview_input = raise();
     preview_input["preview"] = json!(true);
-    let preview = session
-        .call_tool(call("crma_update_record", preview_input))
-        .await
-        .unwrap()
-        .structured_content
-        .unwrap();
+    let preview = answer(
+        &session
+            .call_tool(call("crma_update_record", preview_input))
+            .await
+            .unwrap(),
+    );
     let token = preview["preview"]["confirmation_token"].as_str().unwrap();
     let mut apply = raise();
     apply["confirmation_token"] = json!(token);

@@ -6,6 +6,7 @@
 //! prints one line and does nothing. Each test makes its own database, so tests never meet.
 
 use crate::fixtures::{ALL_SCOPES, output, plugin, runtime, tool_error};
+use crate::mcp::answer;
 use crm_host::audit::AuditEvent;
 use crm_host::backend::BoxFuture;
 use crm_host::egress::Crm;
@@ -507,7 +508,7 @@ async fn a_result_file_written_through_one_host_is_read_through_the_other() {
             &json!({"file": name, "offset": offset, "limit": 1000}),
         )
         .unwrap();
-        let page = page.structured_content.unwrap();
+        let page = answer(&page);
         for record in page["records"].as_array().unwrap() {
             ids.push(record["id"].as_str().unwrap().parse::<u64>().unwrap());
         }

@@ -7,6 +7,7 @@
 
 use crate::fixtures::{relabelled_plugin, temp_dir};
 use crate::fleet::fresh_database;
+use crate::mcp::answer;
 use crm_host::mcp::tenants::token_hash;
 use rmcp::model::CallToolRequestParams;
 use rmcp::service::{NotificationContext, RunningService};
@@ -230,7 +231,7 @@ async fn preview_token(client: &RunningService<RoleClient, Listener>, amount: &s
         deal_update(amount, json!({"preview": true})),
     )
     .await;
-    previewed.structured_content.unwrap()["preview"]["confirmation_token"].clone()
+    answer(&previewed)["preview"]["confirmation_token"].clone()
 }
 
 async fn within_a_second(what: &str, mut done: impl AsyncFnMut() -> bool) -> Duration {
@@ -320,7 +321,7 @@ async fn two_serve_processes_share_the_registry_its_changes_and_the_disconnects(
         json!({"object_type": "contacts", "to_file": true, "properties": ["email"]}),
     )
     .await;
-    let written = export.structured_content.unwrap();
+    let written = answer(&export);
     let uri = written["file_path"].as_str().unwrap().to_string();
     assert!(uri.starts_with("crm-results://files/"), "{written}");
     let read = tool(
@@ -329,7 +330,7 @@ async fn two_serve_processes_share_the_registry_its_changes_and_the_disconnects(
         json!({"file": uri, "offset": 0, "limit": 1000}),
     )
     .await;
-    let page = read.structured_content.unwrap();
+    let page = answer(&read);
     assert_eq!(
         page["records"].as_array().unwrap().len() as u64,
         written["record_count"].as_u64().unwrap(),

@@ -4,7 +4,7 @@
 //! the load balancer's and the operator's routes, one answer per JSON-RPC id, private files.
 
 use crate::fixtures::*;
-use crate::mcp::{call, http_client, tool_error};
+use crate::mcp::{answer, call, http_client, tool_error};
 use bytes::Bytes;
 use crm_host::mcp::http::{Gate, ServeOptions, serve_with};
 use crm_host::mcp::tenants::token_hash;
@@ -584,10 +584,7 @@ async fn two_thousand_idle_connections_neither_stop_the_server_nor_keep_others_o
         ))
         .await
         .unwrap();
-    assert_eq!(
-        read.structured_content.unwrap()["record"]["Name"],
-        "Acme Energy"
-    );
+    assert_eq!(answer(&read)["record"]["Name"], "Acme Energy");
     client.cancel().await.unwrap();
     drop(idle);
     assert!(server.running());
@@ -728,10 +725,7 @@ async fn behind_a_proxy_the_public_url_is_the_host_the_metadata_and_the_challeng
         ))
         .await
         .unwrap();
-    let file_path = query.structured_content.unwrap()["file_path"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let file_path = answer(&query)["file_path"].as_str().unwrap().to_string();
     assert!(file_path.starts_with("crm-results://files/"), "{file_path}");
     client.cancel().await.unwrap();
     let operator = [("authorization", "Bearer operator-token")];

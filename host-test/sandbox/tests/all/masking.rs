@@ -3,6 +3,7 @@
 //! and owner lookup, and the words of an error.
 
 use crate::fixtures::*;
+use crate::mcp::answer;
 use crm_host::audit::AuditEvent;
 use crm_host::{AuditLog, Backend, CallRequest, Host};
 use crm_sandbox::SandboxCrm;
@@ -215,7 +216,7 @@ async fn a_file_written_before_a_field_was_masked_is_masked_as_read_and_old_file
         ))
         .await
         .unwrap();
-    let paged = paged.structured_content.unwrap().to_string();
+    let paged = answer(&paged).to_string();
     assert!(
         !paged.contains("555 0100") && paged.contains(MASKED),
         "{paged}"

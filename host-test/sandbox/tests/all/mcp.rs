@@ -40,6 +40,18 @@ pub(crate) fn call(tool: &'static str, input: Value) -> CallToolRequestParams {
     CallToolRequestParams::new(tool).with_arguments(input.as_object().cloned().unwrap())
 }
 
+/// A tool's answer as JSON, in whichever form the server gives it: `structuredContent`
+/// (`--answers structured`), or else the text block (the default form), which holds the same
+/// JSON.
+pub(crate) fn answer(result: &rmcp::model::CallToolResult) -> Value {
+    assert_ne!(result.is_error, Some(true), "{result:?}");
+    if let Some(structured) = &result.structured_content {
+        return structured.clone();
+    }
+    let text = &result.content[0].as_text().expect("a text block").text;
+    serde_json::from_str(text).expect("the text is the answer as JSON")
+}
+
 /// A tool error as a client shows it: no `structuredContent` (a client would check it against
 /// the success schema), and `{"error": {"kind", "message"}}` as the text.
 pub(crate) fn tool_error(result: &rmcp::model::CallToolResult) -> Value {
@@ -56,10 +68,13 @@ pub(crate) fn tool_error(result: &rmcp::model::CallToolResult) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_mcp_client_over_stdio_lists_reads_creates_and_sees_errors() {
     let dir = temp_dir("stdio");
-    // A threshold of one record sends every query with more to a file, to read back.
-    let transport =
-        TokioChildProcess::new(stdio_command(&dir, &[("CRM_FILE_THRESHOLD_RECORDS", "1")]))
-            .unwrap();
+    // A threshold of one record sends every query with more to a file, to read back; answers
+    // structured, so tools list the output schemas checked here.
+    let settings = [
+        ("CRM_FILE_THRESHOLD_RECORDS", "1"),
+        ("CRM_HOST_ANSWERS", "structured"),
+    ];
+    let transport = TokioChildProcess::new(stdio_command(&dir, &settings)).unwrap();
     let client = ().serve(transport).await.unwrap();
 
     let tools = client.list_all_tools().await.unwrap();
@@ -100,7 +115,7 @@ async fn an_mcp_client_over_stdio_lists_reads_creates_and_sees_errors() {
         .await
         .unwrap();
     assert_eq!(read.is_error, Some(false));
-    let out = read.structured_content.unwrap();
+    let out = answer(&read);
     assert_eq!(out["record"]["Name"], "Acme Energy");
     let text = read.content[0].as_text().unwrap().text.clone();
     assert_eq!(serde_json::from_str::<Value>(&text).unwrap(), out);
@@ -113,7 +128,7 @@ async fn an_mcp_client_over_stdio_lists_reads_creates_and_sees_errors() {
         .await
         .unwrap();
     assert_eq!(created.is_error, Some(false));
-    assert!(created.structured_content.unwrap()["id"].is_string());
+    assert!(answer(&created)["id"].is_string());
 
     let failed = client
         .call_tool(call(
@@ -144,7 +159,7 @@ async fn an_mcp_client_over_stdio_lists_reads_creates_and_sees_errors() {
         ))
         .await
         .unwrap();
-    let out = query.structured_content.clone().unwrap();
+    let out = answer(&query);
     let count = out["record_count"].as_u64().unwrap();
     assert!(count > 1, "{out}");
     let link = query
@@ -162,15 +177,15 @@ async fn an_mcp_client_over_stdio_lists_reads_creates_and_sees_errors() {
         panic!("text contents")
     };
     assert_eq!(text.lines().count() as u64, count);
-    let page = client
-        .call_tool(call(
-            "crm_read_result_file",
-            json!({"file": link.uri, "offset": 1, "limit": 1}),
-        ))
-        .await
-        .unwrap()
-        .structured_content
-        .unwrap();
+    let page = answer(
+        &client
+            .call_tool(call(
+                "crm_read_result_file",
+                json!({"file": link.uri, "offset": 1, "limit": 1}),
+            ))
+            .await
+            .unwrap(),
+    );
     assert_eq!(page["records"].as_array().unwrap().len(), 1);
     assert_eq!(
         page["records"][0],
@@ -798,7 +813,7 @@ async fn discovered_session_reads(
         ))
         .await
         .unwrap();
-    assert_eq!(read.structured_content.unwrap()["record"]["Name"], name);
+    assert_eq!(answer(&read)["record"]["Name"], name);
     client.cancel().await.unwrap();
 }
 

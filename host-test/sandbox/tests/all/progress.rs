@@ -4,7 +4,7 @@
 //! (A client that sends no token hears nothing: the Python SDK's check in CI.)
 
 use crate::fixtures::{ALL_SCOPES, plugin, runtime, temp_dir};
-use crate::mcp::call;
+use crate::mcp::{answer, call};
 use crm_host::mcp::{McpServer, Principal};
 use crm_host::{AuditLog, Host};
 use crm_sandbox::SandboxCrm;
@@ -72,10 +72,7 @@ async fn an_export_with_a_progress_token_reports_growing_progress_then_links_the
     let result = client.call_tool(request).await.unwrap();
     let answered = Instant::now();
     assert_eq!(result.is_error, Some(false), "{result:?}");
-    assert_eq!(
-        result.structured_content.as_ref().unwrap()["record_count"],
-        25_000
-    );
+    assert_eq!(answer(&result)["record_count"], 25_000);
     assert!(
         result
             .content
