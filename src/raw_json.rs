@@ -3,6 +3,9 @@
 //! written out again ([`ObjectWriter`]) with only what the mapping changes. No `Value` tree is
 //! built for a record and serialised again, and every field keeps its place.
 
+mod objects;
+
+pub(crate) use objects::ObjectTexts;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Serialize, Serializer};
@@ -314,11 +317,6 @@ impl ObjectText {
     /// The object's JSON text.
     pub(crate) fn get(&self) -> &str {
         &self.0
-    }
-
-    /// The object's members, in order.
-    pub(crate) fn members(&self) -> Result<Members<'_>, serde_json::Error> {
-        serde_json::from_str(&self.0)
     }
 }
 

@@ -97,7 +97,7 @@ pub(crate) struct InlineRecords {
     /// an Id. Parent records are nested objects; child subquery results are
     /// {totalSize, done, records}, marked incomplete with a note when Salesforce cut them.
     #[schemars(schema_with = "crate::raw_json::records_schema")]
-    pub(crate) records: Vec<Record>,
+    pub(crate) records: crate::raw_json::ObjectTexts,
     /// Present when done is false: matching records not in this answer.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) remaining_records: Option<u64>,
@@ -130,11 +130,7 @@ pub(crate) struct TableRecords {
 impl TableRecords {
     /// `records` as a table, with the paging fields of the answer they came in.
     pub(crate) fn of(inline: InlineRecords) -> Result<Self, serde_json::Error> {
-        let members = inline
-            .records
-            .iter()
-            .map(Record::members)
-            .collect::<Result<Vec<_>, _>>()?;
+        let members = inline.records.members().collect::<Result<Vec<_>, _>>()?;
         let mut fields: Vec<&str> = Vec::new();
         for record in &members {
             for (name, _) in &record.0 {

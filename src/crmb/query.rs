@@ -13,7 +13,7 @@ use crate::config::{ApiVersion, Config};
 use crate::error::{Crm, CrmProblem, ToolError};
 use crate::http::Request;
 use crate::proxy;
-use crate::raw_json::ObjectList;
+use crate::raw_json::{Members, ObjectList, ObjectTexts};
 use crate::result_file::{self, file_error, fingerprint};
 use crate::tool::Session;
 use serde::Deserialize;
@@ -49,7 +49,7 @@ struct Page {
     total_size: u64,
     done: bool,
     next_records_url: Option<String>,
-    records: Vec<Record>,
+    records: ObjectTexts,
 }
 
 /// Where a query's rows continue: Salesforce's query locator id and the row offset.
@@ -317,31 +317,43 @@ impl Pager<'_> {
     ) -> Result<QueryResult, ToolError> {
         let total = page.total_size;
         let budget = self.config.results.inline_max_bytes;
-        let mut records = Vec::new();
+        let mut records = ObjectTexts::default();
         let mut bytes = 0usize;
         loop {
             let start = current.as_ref().map_or(0, |l| l.offset);
             let next = self.next_of(&page)?;
             let count = page.records.len();
-            for (i, record) in page.records.into_iter().enumerate() {
+            // How many of this page's records fit, and where the answer stops if not all do.
+            let mut fit = 0;
+            let mut stop = None;
+            for record in page.records.iter() {
                 // The record's text and the comma after it.
-                let size = record.get().len() + 1;
-                let full = records.len() >= max_records as usize
-                    || (bytes + size > budget && !records.is_empty());
-                if full {
-                    let resume = next
-                        .as_ref()
-                        .or(current.as_ref())
-                        .map(|l| l.at(start + i as u64));
-                    let reason = if records.len() >= max_records as usize {
-                        "max_records"
-                    } else {
-                        "the inline size budget"
-                    };
-                    return self.inline_answer(records, total, start + i as u64, resume, reason);
+                let size = record.len() + 1;
+                let held = records.len() + fit;
+                if held >= max_records as usize || (bytes + size > budget && held > 0) {
+                    stop = Some(fit);
+                    break;
                 }
                 bytes += size;
-                records.push(record);
+                fit += 1;
+            }
+            if records.is_empty() {
+                records = page.records;
+                records.truncate(fit);
+            } else {
+                records.extend_from(&page.records, fit);
+            }
+            if let Some(i) = stop {
+                let resume = next
+                    .as_ref()
+                    .or(current.as_ref())
+                    .map(|l| l.at(start + i as u64));
+                let reason = if records.len() >= max_records as usize {
+                    "max_records"
+                } else {
+                    "the inline size budget"
+                };
+                return self.inline_answer(records, total, start + i as u64, resume, reason);
             }
             match next {
                 // Salesforce has nothing more: whatever total_size says, the result is complete.
@@ -374,7 +386,7 @@ impl Pager<'_> {
     /// The inline answer; `through` is the row offset after the last record returned.
     fn inline_answer(
         &self,
-        records: Vec<Record>,
+        records: ObjectTexts,
         total: u64,
         through: u64,
         resume: Option<Locator>,
@@ -474,22 +486,25 @@ impl Pager<'_> {
         let mut preview = Vec::new();
         loop {
             let next = self.next_of(&page)?;
-            for record in std::mem::take(&mut page.records) {
+            for record in page.records.iter() {
                 if count >= limit {
                     out.flush().map_err(|e| file_error(path, e))?;
                     return Ok((count, total, columns, preview, false));
                 }
-                let members = record.members().map_err(|e| file_error(path, e.into()))?;
+                let members: Members<'_> =
+                    serde_json::from_str(record).map_err(|e| file_error(path, e.into()))?;
                 for (key, _) in &members.0 {
                     if !columns.iter().any(|c| c == key) {
                         columns.push(key.to_string());
                     }
                 }
-                out.write_all(record.get().as_bytes())
+                out.write_all(record.as_bytes())
                     .and_then(|()| out.write_all(b"\n"))
                     .map_err(|e| file_error(path, e))?;
                 if preview.len() < PREVIEW_RECORDS {
-                    preview.push(record);
+                    preview.push(
+                        Record::new(record.to_string()).map_err(|e| file_error(path, e.into()))?,
+                    );
                 }
                 count += 1;
             }

@@ -7,7 +7,7 @@ use super::compound::{self, MASKED};
 use super::ids::{ApiName, SalesforceId};
 use super::record_url::InstanceUrl;
 use crate::error::{Crm, CrmProblem, ToolError};
-use crate::raw_json::{self, Member, Members, ObjectList, ObjectText, ObjectWriter};
+use crate::raw_json::{self, Member, Members, ObjectList, ObjectText, ObjectTexts, ObjectWriter};
 use serde_json::Value;
 use serde_json::value::RawValue;
 use std::ops::Range;
@@ -63,21 +63,18 @@ pub(crate) fn map_records(
     records: &ObjectList<'_>,
     page: &str,
     mapping: &Mapping<'_>,
-) -> Result<Vec<ObjectText>, ToolError> {
+) -> Result<ObjectTexts, ToolError> {
+    let pass = Pass {
+        source: page,
+        mapping,
+    };
+    // The answer is about the page's size: records lose `attributes` and gain a link.
+    let mut mapped = ObjectTexts::with_capacity(page.len());
     let mut nested = Vec::new();
-    records
-        .iter()
-        .map(|members| {
-            write_object(
-                members,
-                Pass {
-                    source: page,
-                    mapping,
-                },
-                &mut nested,
-            )
-        })
-        .collect()
+    for members in records.iter() {
+        mapped.push_with(|out| write_record(members, pass, 1, out, &mut nested))?;
+    }
+    Ok(mapped)
 }
 
 /// The text a record's members were read from (runs of members are copied from it) and how to
