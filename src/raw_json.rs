@@ -149,10 +149,12 @@ impl<'de> Deserialize<'de> for Key<'de> {
     }
 }
 
-/// Where a member read from `source` stands in it: from its name's opening quote to the end
-/// of its value. `None` when its name had escapes (it was copied, so it is not in `source`) or
-/// it was read from other text. Consecutive members of one object give adjoining ranges,
-/// whose union is those members with the commas between them: JSON text to copy as it is.
+/// Where a member read from `source` stands in it, when it is written compactly there
+/// (`"name":value`, nothing between the colon and its neighbours): from its name's opening
+/// quote to the end of its value. `None` when its name had escapes (it was copied, so it is
+/// not in `source`), it was read from other text, or it has spaces around its colon (a CRM or
+/// proxy that pretty-prints): what is copied as it is must be as compact as what is written.
+/// Two members one comma apart ([`joins`]) are copied as one run.
 pub(crate) fn span_of(source: &str, (name, value): &Member<'_>) -> Option<Range<usize>> {
     let Cow::Borrowed(name) = name else {
         return None;
@@ -160,8 +162,15 @@ pub(crate) fn span_of(source: &str, (name, value): &Member<'_>) -> Option<Range<
     let base = source.as_ptr() as usize;
     let start = (name.as_ptr() as usize).checked_sub(base)?.checked_sub(1)?;
     let value = value.get();
-    let end = (value.as_ptr() as usize).checked_sub(base)? + value.len();
-    (end <= source.len() && source.as_bytes()[start] == b'"').then_some(start..end)
+    let value_start = (value.as_ptr() as usize).checked_sub(base)?;
+    let end = value_start + value.len();
+    let compact = value_start == start + name.len() + 3; // `"`, name, `"`, `:`
+    (compact && end <= source.len() && source.as_bytes()[start] == b'"').then_some(start..end)
+}
+
+/// Whether the member at `next` follows the run ending at `run` with only a comma between.
+pub(crate) fn joins(run: &Range<usize>, next: &Range<usize>) -> bool {
+    next.start == run.end + 1
 }
 
 /// The text of a JSON string value, when `value` is a string without escapes (record ids,
@@ -408,18 +417,21 @@ mod tests {
     }
 
     #[test]
-    fn a_members_span_is_found_only_in_the_text_it_was_read_from() {
-        let text = r#"{"a" : 1,"b\u0041":2, "c":[3]}"#;
+    fn a_members_span_is_found_only_where_it_is_written_compactly_in_its_own_text() {
+        let text = r#"{"a":1,"b\u0041":2, "c":[3],"d" : 4,"e":5}"#;
         let raw: Box<RawValue> = serde_json::from_str(text).unwrap();
         let members = Members::of(&raw).unwrap();
         let spans: Vec<_> = members.0.iter().map(|m| span_of(raw.get(), m)).collect();
         assert_eq!(
             spans,
-            [Some(1..8), None, Some(22..29)],
-            "an escaped name is a copy"
+            [Some(1..6), None, Some(20..27), None, Some(36..41)],
+            "an escaped name is a copy; spaces around a colon are not copied"
         );
-        assert_eq!(&raw.get()[1..8], r#""a" : 1"#);
-        let elsewhere = r#"{"a" : 1,"bA":2, "c":[3]}"#.to_string();
+        assert_eq!(&raw.get()[1..6], r#""a":1"#);
+        assert_eq!(&raw.get()[20..27], r#""c":[3]"#);
+        assert!(!joins(&(1..6), &(20..27)), "not one comma apart");
+        assert!(joins(&(1..6), &(7..12)));
+        let elsewhere = r#"{"a":1,"bA":2, "c":[3]}"#.to_string();
         assert_eq!(span_of(&elsewhere, &members.0[0]), None);
         assert_eq!(span_of(&raw.get()[..25], &members.0[2]), None, "cut short");
         assert_eq!(

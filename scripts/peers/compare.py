@@ -160,8 +160,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--tls", action="store_true", help="everyone reaches the stub over HTTPS")
-    ap.add_argument("--answers", choices=["structured", "text"], default="structured",
-                    help="ours: structuredContent with the text beside it (the default), or the text alone")
+    ap.add_argument("--answers", choices=["structured", "text"], default="text",
+                    help="ours: the text alone (the default), or structuredContent with the text beside it")
     a = ap.parse_args()
     a.ours = os.path.abspath(a.ours)
 

@@ -162,7 +162,8 @@ class Handler(BaseHTTPRequestHandler):
                    else salesforce(self.command, segments, url.query, base))
             status, ctype, data = got or (404, None, {"status": "error", "message": "stub: no route"})
             if ctype is None:
-                ctype, data = JSON, json.dumps(data).encode()
+                # Compact, as the APIs answer unless asked to pretty-print (X-PrettyPrint: 1)
+                ctype, data = JSON, json.dumps(data, separators=(",", ":")).encode()
             Handler.cache[key] = (status, ctype, data)
         Handler.stats[f"{self.command} {url.path}"] += 1
         self.send_response(status)

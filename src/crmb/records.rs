@@ -188,7 +188,13 @@ fn write_record<'a>(
             && !object_valued
             && let Some(span) = raw_json::span_of(pass.source, member)
         {
-            run = Some(run.map_or(span.clone(), |r| r.start..span.end));
+            run = Some(match run {
+                Some(r) if raw_json::joins(&r, &span) => r.start..span.end,
+                earlier => {
+                    copy_run(&mut object, pass.source, earlier);
+                    span
+                }
+            });
             continue;
         }
         copy_run(&mut object, pass.source, run.take());
@@ -468,8 +474,8 @@ mod tests {
 
     /// Runs of members left as they are are copied from Salesforce's text in one piece: a run
     /// stops at whatever the mapping changes (attributes, a masked value, a parent record, a
-    /// name with escapes) and starts again after it, and the text between members (spaces,
-    /// line breaks) comes along as it was.
+    /// name with escapes) and starts again after it. Spaces and line breaks between members
+    /// are not copied: the answer stays compact whatever the CRM sent.
     #[test]
     fn runs_of_unchanged_members_are_copied_whole_and_stop_where_the_mapping_acts() {
         let instance = InstanceUrl::parse("https://acme.my.salesforce.com").unwrap();
@@ -486,7 +492,7 @@ mod tests {
         };
         assert_eq!(
             map_record_text(&row, &mapping).unwrap().get(),
-            "{\"Name\" : \"Ada\",\n \"Amount\":1.50,\"Id\":\"003000000000001AAA\",\
+            "{\"Name\":\"Ada\",\"Amount\":1.50,\"Id\":\"003000000000001AAA\",\
              \"Phone\":\"[masked by workspace policy]\",\"Title\":\"CEO\",\
              \"Email\":\"ada@example.com\",\"Account\":{\"Name\":\"Acme\"},\"Fax\":null,\
              \"record_url\":\"https://acme.my.salesforce.com/003000000000001AAA\"}"
