@@ -158,8 +158,8 @@ impl Host {
         self
     }
 
-    /// Gives MCP clients every answer in `form`: structured with text beside it (the
-    /// default), or text alone.
+    /// Gives MCP clients every answer in `form`: text alone (the default), or structured with
+    /// the same JSON as text beside it.
     pub fn with_answer_form(mut self, form: crate::answer_form::AnswerForm) -> Self {
         self.answer_form = form;
         self
