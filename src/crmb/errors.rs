@@ -32,14 +32,7 @@ pub fn parse_answer<'a, T: serde::Deserialize<'a>>(
     response: &'a Response,
     what: &str,
 ) -> Result<T, ToolError> {
-    serde_json::from_slice(&response.body).map_err(|err| {
-        CrmProblem::unexpected_answer(
-            Crm::Salesforce,
-            response.status,
-            format!("{what} was not the expected JSON: {err}"),
-        )
-        .into()
-    })
+    serde_json::from_slice(&response.body).map_err(|err| not_json(response, what, err))
 }
 
 /// As [`parse_answer`], for an answer whose text the caller reads from again (a query page,
@@ -48,17 +41,19 @@ pub fn parse_answer_text<'a, T: serde::Deserialize<'a>>(
     response: &'a Response,
     what: &str,
 ) -> Result<(&'a str, T), ToolError> {
-    let unexpected = |err: String| -> ToolError {
-        CrmProblem::unexpected_answer(
-            Crm::Salesforce,
-            response.status,
-            format!("{what} was not the expected JSON: {err}"),
-        )
-        .into()
-    };
-    let text = std::str::from_utf8(&response.body).map_err(|e| unexpected(e.to_string()))?;
-    let answer = serde_json::from_str(text).map_err(|e| unexpected(e.to_string()))?;
+    let text = std::str::from_utf8(&response.body).map_err(|err| not_json(response, what, err))?;
+    let answer = serde_json::from_str(text).map_err(|err| not_json(response, what, err))?;
     Ok((text, answer))
+}
+
+/// A success answer that is not the JSON it should be.
+fn not_json(response: &Response, what: &str, err: impl std::fmt::Display) -> ToolError {
+    CrmProblem::unexpected_answer(
+        Crm::Salesforce,
+        response.status,
+        format!("{what} was not the expected JSON: {err}"),
+    )
+    .into()
 }
 
 /// Maps a non-success response. `subject` names what the call was about (e.g. "Account

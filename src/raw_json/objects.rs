@@ -2,9 +2,7 @@
 //! no allocation per record, and the array serialised as it stands, in one copy.
 
 use super::{Members, emit_raw, written};
-use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Serialize, Serializer};
-use std::borrow::Cow;
 use std::ops::Range;
 
 /// JSON objects in one buffer, `[a,b,...]`, each one's place kept.
@@ -116,20 +114,6 @@ impl ObjectTexts {
 impl Serialize for ObjectTexts {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         emit_raw(&self.text, serializer)
-    }
-}
-
-impl JsonSchema for ObjectTexts {
-    fn schema_name() -> Cow<'static, str> {
-        "ObjectTexts".into()
-    }
-
-    fn inline_schema() -> bool {
-        true
-    }
-
-    fn json_schema(_: &mut SchemaGenerator) -> Schema {
-        json_schema!({"type": "array"})
     }
 }
 
