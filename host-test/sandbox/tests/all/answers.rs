@@ -4,9 +4,23 @@
 //! `structuredContent`, the same JSON, and the output schemas it is checked against.
 
 use crate::mcp::{call, stdio_command, temp_dir, tool_error};
-use rmcp::ServiceExt;
+use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
+use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
+
+/// A failing call's answer: `isError`, no `structuredContent` (a client would check it
+/// against the success schema), and the kind and message as text, in either form.
+async fn assert_an_error_reads_as_text(client: &RunningService<RoleClient, ()>) {
+    let failed = client
+        .call_tool(call(
+            "crmb_get_record",
+            json!({"object": "Account", "record_id": "not-an-id"}),
+        ))
+        .await
+        .unwrap();
+    assert_eq!(tool_error(&failed)["error"]["kind"], "invalid-input");
+}
 
 /// The first content block's text, as JSON.
 fn text_json(result: &rmcp::model::CallToolResult) -> Value {
@@ -53,14 +67,7 @@ async fn by_default_answers_come_once_as_text_and_tools_list_no_output_schema() 
         );
     }
     // Errors read the same in either form.
-    let failed = client
-        .call_tool(call(
-            "crmb_get_record",
-            json!({"object": "Account", "record_id": "not-an-id"}),
-        ))
-        .await
-        .unwrap();
-    assert_eq!(tool_error(&failed)["error"]["kind"], "invalid-input");
+    assert_an_error_reads_as_text(&client).await;
 
     client.cancel().await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
@@ -89,15 +96,7 @@ async fn structured_answers_carry_structured_content_and_the_same_json_as_text()
     let structured = query.structured_content.clone().expect("structuredContent");
     assert_eq!(structured, text_json(&query), "the text is the same JSON");
     assert!(!structured["records"].as_array().unwrap().is_empty());
-    // An error has no structuredContent: it would be checked against the success schema.
-    let failed = client
-        .call_tool(call(
-            "crmb_get_record",
-            json!({"object": "Account", "record_id": "not-an-id"}),
-        ))
-        .await
-        .unwrap();
-    assert_eq!(tool_error(&failed)["error"]["kind"], "invalid-input");
+    assert_an_error_reads_as_text(&client).await;
 
     client.cancel().await.unwrap();
     let _ = std::fs::remove_dir_all(&dir);
