@@ -228,3 +228,6 @@ mod tests;
 
 #[cfg(test)]
 mod proptests;
+
+#[cfg(test)]
+mod server_rules_tests;

@@ -541,6 +541,48 @@ function targeted() {
     `SELECT Id FROM Account WHERE ${Array.from({ length: 200 }, (_, i) => `Name = 'n${i}'`).join(' OR ')}`,
     'SELECT Id FROM Account WHERE Name = \'\u00e9\u00e8\' AND Description = \'\u65e5\u672c\'', 'SELECT Na\u00efme__c FROM Account', 'SELECT Id FROM Account\u00a0WHERE Name = \'x\'',
     'SELECT Id FROM Account\r\nWHERE Name = \'x\'\r\nLIMIT 5', '\n\tSELECT Id\n\tFROM Account\n', 'SELECT\tId\tFROM\tAccount', '   ', '', 'SELECT', 'select', 'SELECT Id FROM Account WHERE Name = \'unterminated',
+    ...serverRules(),
+  ];
+}
+
+// Rules Salesforce's server applies and the grammar does not check (issue 37), each beside the
+// near miss that stays valid; exceptions.json judges them by the reference page that states them.
+function serverRules() {
+  const semi = (object) => `Id IN (SELECT AccountId FROM ${object})`;
+  const children = (n) => Array.from({ length: n }, (_, i) => `(SELECT Id FROM Children${i + 1}__r)`).join(', ');
+  const text = (n) => `'${'x'.repeat(n)}'`;
+  return [
+    // a semi-join with OR; NOT applied to a semi-join
+    `SELECT Id FROM Account WHERE Name = 'x' OR ${semi('Contact')}`, `SELECT Id FROM Account WHERE Name = 'x' AND ${semi('Contact')}`,
+    `SELECT Id FROM Account WHERE (${semi('Contact')} AND Type = 'y') OR Name = 'x'`, `SELECT Id FROM Account WHERE (Name = 'x' OR Type = 'y') AND ${semi('Contact')}`,
+    `SELECT Id FROM Account WHERE NOT ${semi('Contact')}`, `SELECT Id FROM Account WHERE NOT (${semi('Contact')})`,
+    'SELECT Id FROM Account WHERE Id NOT IN (SELECT AccountId FROM Contact)', `SELECT Id FROM Account WHERE (NOT Name = 'x') AND ${semi('Contact')}`,
+    // more than two semi-joins in one WHERE
+    `SELECT Id FROM Account WHERE ${semi('Contact')} AND ${semi('Opportunity')}`,
+    `SELECT Id FROM Account WHERE ${semi('Contact')} AND ${semi('Opportunity')} AND ${semi('Case')}`,
+    `SELECT Id FROM Account WHERE ${semi('Contact')} AND ${semi('Opportunity')} AND Type IN ('a', 'b')`,
+    // aggregate functions and convertCurrency() in WHERE
+    'SELECT AccountId FROM Opportunity WHERE SUM(Amount) > 10000 GROUP BY AccountId', 'SELECT AccountId FROM Opportunity GROUP BY AccountId HAVING SUM(Amount) > 10000',
+    'SELECT Id FROM Account WHERE COUNT(Id) > 1', 'SELECT Id FROM Opportunity WHERE MAX(CloseDate) > 2024-01-01', "SELECT Id FROM Opportunity WHERE FORMAT(AVG(Amount)) = '1'",
+    'SELECT Id FROM Opportunity WHERE convertCurrency(Amount) > 5000', 'SELECT Id, convertCurrency(Amount) FROM Opportunity WHERE Amount > USD5000',
+    // child subqueries: 20 and 21
+    `SELECT Id, ${children(20)} FROM Account`, `SELECT Id, ${children(21)} FROM Account`,
+    // child-to-parent levels (also 1..7 levels in systematic())
+    'SELECT Contact.Account.Owner.FirstName FROM Contact', 'SELECT Account.Owner.Manager.Manager.Name FROM Contact',
+    'SELECT c.Account.Owner.Manager.Manager.Name FROM Contact c', 'SELECT Id FROM Contact WHERE Account.Owner.Manager.Manager.Manager.Name = \'x\'',
+    // strings of 4,000 and 4,001 characters in WHERE
+    `SELECT Id FROM Account WHERE Name = ${text(4000)}`, `SELECT Id FROM Account WHERE Name = ${text(4001)}`,
+    `SELECT Id FROM Account WHERE Description LIKE ${text(4001)}`, `SELECT Id FROM Account WHERE Name IN (${text(4000)}, ${text(4000)})`,
+    // functions with TYPEOF (the first two are the TYPEOF page's invalid and valid examples)
+    'SELECT TYPEOF What WHEN Account THEN Id, FORMAT(LastModifiedDate) LastModifiedDate__f WHEN Opportunity THEN Id END FROM Task',
+    'SELECT TYPEOF What WHEN Account THEN Id, LastModifiedDate WHEN Opportunity THEN Id END FROM Task',
+    'SELECT toLabel(Status), TYPEOF What WHEN Account THEN Name END FROM Task', 'SELECT Id, toLabel(Status) FROM Task WHERE What.Type = \'Account\'',
+    // the \f / \F escape (documented; the grammar refuses it)
+    "SELECT Id FROM Account WHERE Name = 'page\\Fbreak'", "SELECT Id FROM Account WHERE Name LIKE 'page\\f%'",
+    // FORMULA() (beta): WHERE only, two fields joined by + or -
+    "SELECT Id FROM Opportunity WHERE FORMULA('Amount - ExpectedRevenue') > 100", "SELECT Id FROM Opportunity WHERE IsClosed = false AND FORMULA('CloseDate - LastActivityDate') > 30",
+    "SELECT Id, FORMULA('Amount - ExpectedRevenue') FROM Opportunity", "SELECT Id FROM Opportunity WHERE FORMULA('Amount * Probability') > 100",
+    "SELECT Id FROM Opportunity ORDER BY FORMULA('Amount - ExpectedRevenue')",
   ];
 }
 

@@ -484,9 +484,10 @@ impl<'a> Lexer<'a> {
     /// The character(s) after a backslash inside a string.
     pub(super) fn lex_escape(&mut self, escape_at: Pos) -> Result<(), SoqlError> {
         match self.peek(0) {
-            // Salesforce's parser takes these (its documentation also lists \f, which the
-            // parser refuses as an invalid escape: the parser is what the API runs).
-            Some('n' | 'N' | 'r' | 'R' | 't' | 'T' | 'b' | 'B' | '"' | '\'' | '\\')
+            // The escapes "Quoted String Escape Sequences" lists, \f and \F (form feed)
+            // included, though the ANTLR grammar refuses those two (issue 37):
+            // https://developer.salesforce.com/docs/atlas.en-us.soql_sosl.meta/soql_sosl/sforce_api_calls_soql_select_quotedstringescapes.htm
+            Some('n' | 'N' | 'r' | 'R' | 't' | 'T' | 'b' | 'B' | 'f' | 'F' | '"' | '\'' | '\\')
             | Some('_' | '%') => {
                 self.bump();
                 Ok(())
@@ -522,7 +523,7 @@ impl<'a> Lexer<'a> {
                 escape_at,
                 format!(
                     "invalid escape sequence \\{other} in a string: the valid escapes are \\' \
-                     \\\" \\\\ \\n \\r \\t \\b \\uXXXX, plus \\% and \\_ in LIKE patterns; \
+                     \\\" \\\\ \\n \\r \\t \\b \\f \\uXXXX, plus \\% and \\_ in LIKE patterns; \
                      write a literal backslash as \\\\"
                 ),
             )),

@@ -2,12 +2,15 @@
 //! reports as it goes.
 
 mod clauses;
+mod conditions;
 mod functions;
 mod select;
+mod server_rules;
 
 use super::hints::sql_habit_hint;
 use super::lexer::{Kind, Token};
 use super::*;
+use server_rules::{Clause, FieldPath};
 
 // ---------------------------------------------------------------------------------------------
 // Parser
@@ -40,6 +43,10 @@ pub(super) struct SelectItem {
     pub(super) count_rows: bool,
     /// An alias followed it.
     pub(super) aliased: bool,
+    /// A function call (FIELDS() aside), which TYPEOF can't stand beside.
+    pub(super) function: bool,
+    /// A TYPEOF expression.
+    pub(super) typeof_expr: bool,
 }
 
 impl SelectItem {
@@ -51,6 +58,8 @@ impl SelectItem {
             unbounded_fields: false,
             count_rows: false,
             aliased: false,
+            function: false,
+            typeof_expr: false,
         }
     }
 }
@@ -65,6 +74,19 @@ pub(super) struct Parser<'a> {
     pub(super) in_semi_join: bool,
     pub(super) subquery_relationships: Vec<String>,
     pub(super) semi_join_objects: Vec<String>,
+    /// The clause whose condition is being parsed, if any (none inside a nested query's
+    /// other clauses).
+    pub(super) condition: Option<Clause>,
+    /// The IN / NOT IN of every semi-join and anti-join so far, in order: a condition holds one
+    /// when this grew while it was parsed.
+    pub(super) semi_join_tokens: Vec<Token<'a>>,
+    /// Child subqueries opened so far, nested ones included.
+    pub(super) child_subqueries: usize,
+    /// Field paths deep enough to pass the child-to-parent level limit, for the query being
+    /// parsed and those enclosing it (each query takes its own off the end).
+    pub(super) field_paths: Vec<FieldPath<'a>>,
+    /// Object names and aliases of the FROM clauses being parsed, likewise.
+    pub(super) from_names: Vec<&'a str>,
 }
 
 impl<'a> Parser<'a> {
@@ -77,6 +99,11 @@ impl<'a> Parser<'a> {
             in_semi_join: false,
             subquery_relationships: Vec::new(),
             semi_join_objects: Vec::new(),
+            condition: None,
+            semi_join_tokens: Vec::new(),
+            child_subqueries: 0,
+            field_paths: Vec::new(),
+            from_names: Vec::new(),
         }
     }
 
@@ -332,8 +359,22 @@ impl<'a> Parser<'a> {
         })
     }
 
-    /// One SELECT with its clauses, in SOQL's fixed clause order.
+    /// One SELECT with its clauses, then the limit on its child-to-parent paths, which needs
+    /// its FROM names.
     pub(super) fn parse_query(&mut self, kind: QueryKind) -> Result<QueryInfo, SoqlError> {
+        let outer_condition = self.condition.take();
+        let (paths_mark, names_mark) = (self.field_paths.len(), self.from_names.len());
+        let query = self.parse_query_clauses(kind);
+        self.condition = outer_condition;
+        let query = query?;
+        let paths = self.field_paths.split_off(paths_mark);
+        let names = self.from_names.split_off(names_mark);
+        self.check_parent_levels(kind, &paths, &names)?;
+        Ok(query)
+    }
+
+    /// One SELECT with its clauses, in SOQL's fixed clause order.
+    fn parse_query_clauses(&mut self, kind: QueryKind) -> Result<QueryInfo, SoqlError> {
         self.expect_word("SELECT", "SELECT")?;
         let (selects_aggregate, unbounded_fields) = self.parse_select_list(kind)?;
         self.expect_from()?;
@@ -342,7 +383,7 @@ impl<'a> Parser<'a> {
             self.parse_using_scope()?;
         }
         if self.eat_word("WHERE") {
-            self.parse_condition()?;
+            self.parse_where()?;
         }
         if kind == QueryKind::SemiJoin {
             return self.finish_semi_join(object);
@@ -364,7 +405,7 @@ impl<'a> Parser<'a> {
                      move the condition into WHERE",
                 ));
             }
-            self.parse_condition()?;
+            self.parse_having()?;
         }
         if self.at_word("ORDER") && self.peek_at(1).is_word("BY") {
             self.parse_order_by()?;

@@ -366,8 +366,8 @@ const INVALID: &[(&str, &str)] = &[
     ),
     ("SELECT Id FROM Account FOR VIEW, REFERENCE", "keep one"),
     (
-        "SELECT Id FROM Account WHERE Name = 'a\\fb'",
-        "invalid escape sequence \\f",
+        "SELECT Id FROM Account WHERE Name = 'a\\qb'",
+        "invalid escape sequence \\q",
     ),
     (
         "SELECT Id FROM Account WHERE NOT NOT Name = 'a'",
@@ -1016,14 +1016,19 @@ fn reports_only_the_outer_limit() {
 
 #[test]
 fn enforces_the_length_limit_in_characters() {
-    let base = "SELECT Id FROM Account WHERE Name = '";
-    // Multi-byte characters: the limit counts characters, not bytes.
-    let fill = MAX_QUERY_CHARS - base.chars().count() - 1;
-    let at_limit = format!("{base}{}'", "é".repeat(fill));
+    // Multi-byte characters: the limit counts characters, not bytes. An IN list of strings of
+    // 1,000 characters, since one string over 4,000 in WHERE is refused on its own.
+    let mut at_limit = "SELECT Id FROM Account WHERE Name IN (".to_owned();
+    let item = format!("'{}', ", "é".repeat(1_000));
+    while at_limit.chars().count() + 2 * item.chars().count() < MAX_QUERY_CHARS {
+        at_limit.push_str(&item);
+    }
+    let fill = MAX_QUERY_CHARS - at_limit.chars().count() - 3;
+    at_limit.push_str(&format!("'{}')", "é".repeat(fill)));
     assert_eq!(at_limit.chars().count(), MAX_QUERY_CHARS);
     assert!(validate(&at_limit).is_ok());
 
-    let over = format!("{base}{}'", "é".repeat(fill + 1));
+    let over = format!("{}é')", &at_limit[..at_limit.len() - 2]);
     let error = validate(&over).unwrap_err();
     assert!(
         error.reason.contains("the limit is 100000"),

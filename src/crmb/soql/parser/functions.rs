@@ -6,6 +6,7 @@ use super::super::lexer::{Kind, Token};
 use super::super::words::*;
 use super::super::*;
 use super::Parser;
+use super::server_rules::FORMULA_ONLY_IN_WHERE;
 
 /// Where a call stands, which decides what it may be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -53,6 +54,10 @@ impl Parser<'_> {
         }
         if name.is_word("DISTANCE") {
             return self.parse_distance(place).map(|()| false);
+        }
+        // A WHERE condition's own FORMULA('a - b') never gets here: parse_comparison takes it.
+        if name.is_word("FORMULA") {
+            return Err(self.error_at(name, FORMULA_ONLY_IN_WHERE));
         }
         if name.is_word("GEOLOCATION") {
             return Err(self.error_at(
@@ -124,7 +129,7 @@ impl Parser<'_> {
                 }
                 self.parse_function_call(Place::Argument)
             }
-            Kind::Ident => self.parse_path("a field name").map(|_| false),
+            Kind::Ident => self.parse_field_path("a field name").map(|_| false),
             Kind::Str
             | Kind::Number
             | Kind::Date
@@ -155,7 +160,7 @@ impl Parser<'_> {
             if self.peek().kind == Kind::Ident && self.peek_at(1).kind == Kind::LParen {
                 aggregate |= self.parse_function_call(Place::GroupingKey)?;
             } else {
-                self.parse_path("a field to group by")?;
+                self.parse_field_path("a field to group by")?;
             }
             if !self.eat(Kind::Comma) {
                 break;
@@ -192,7 +197,7 @@ impl Parser<'_> {
         if self.peek().kind != Kind::Ident || self.peek_at(1).kind == Kind::LParen {
             return Err(shape(self, self.peek()));
         }
-        self.parse_path("a location field")?;
+        self.parse_field_path("a location field")?;
         if !self.eat(Kind::Comma) || !self.at_word("GEOLOCATION") {
             return Err(shape(self, self.peek()));
         }

@@ -28,10 +28,18 @@ impl<'a> Parser<'a> {
         let mut unbounded = None;
         let mut count = 0;
         let mut count_rows: Option<Token<'a>> = None;
+        let (mut typeof_expr, mut function) = (false, None);
         loop {
             let item_start = self.peek();
             let item = self.parse_select_item(kind)?;
             count += 1;
+            typeof_expr |= item.typeof_expr;
+            if item.function {
+                function.get_or_insert(item_start);
+            }
+            if typeof_expr && let Some(function) = function {
+                return Err(self.typeof_beside_function(item_start, function));
+            }
             if kind == QueryKind::SemiJoin && (!item.plain_field || count > 1) {
                 return Err(self.error_at(item_start, SEMI_JOIN_ONE_FIELD));
             }
@@ -99,7 +107,10 @@ impl<'a> Parser<'a> {
             {
                 self.parse_typeof()?;
                 self.parse_optional_alias()?;
-                Ok(SelectItem::other())
+                Ok(SelectItem {
+                    typeof_expr: true,
+                    ..SelectItem::other()
+                })
             }
             Kind::Ident if token.is_word("DISTINCT") && next.kind == Kind::Ident => {
                 Err(self.unexpected(token, "a field"))
@@ -119,17 +130,17 @@ impl<'a> Parser<'a> {
                     unbounded_fields,
                     count_rows,
                     aliased,
+                    function: !token.is_word("FIELDS"),
+                    typeof_expr: false,
                 })
             }
             Kind::Ident => {
-                self.parse_path("a field name")?;
+                self.parse_field_path("a field name")?;
                 let aliased = self.parse_optional_alias()?;
                 Ok(SelectItem {
-                    aggregate: false,
                     plain_field: true,
-                    unbounded_fields: false,
-                    count_rows: false,
                     aliased,
+                    ..SelectItem::other()
                 })
             }
             _ => Err(self.unexpected(
@@ -149,6 +160,7 @@ impl<'a> Parser<'a> {
                  FROM Contacts)",
             ));
         }
+        self.count_child_subquery(open)?;
         if self.child_depth == MAX_CHILD_DEPTH {
             return Err(self.error_at(
                 open,
@@ -168,7 +180,7 @@ impl<'a> Parser<'a> {
     /// `TYPEOF What WHEN Account THEN Phone, Name ... [ELSE Name] END`.
     pub(super) fn parse_typeof(&mut self) -> Result<(), SoqlError> {
         self.advance();
-        self.parse_path("the polymorphic field after TYPEOF, e.g. TYPEOF What")?;
+        self.parse_field_path("the polymorphic field after TYPEOF, e.g. TYPEOF What")?;
         if !self.at_word("WHEN") {
             return Err(self.unexpected(
                 self.peek(),
@@ -193,13 +205,15 @@ impl<'a> Parser<'a> {
         ))
     }
 
+    /// The fields after THEN or ELSE: fields and paths only, since Salesforce refuses TYPEOF in
+    /// a query with functions in its SELECT clause (see [`super::server_rules`]).
     pub(super) fn parse_typeof_fields(&mut self) -> Result<(), SoqlError> {
         loop {
-            if self.peek().kind == Kind::Ident && self.peek_at(1).kind == Kind::LParen {
-                self.parse_function_call(Place::Top)?;
-            } else {
-                self.parse_path("a field name")?;
+            let field = self.peek();
+            if field.kind == Kind::Ident && self.peek_at(1).kind == Kind::LParen {
+                return Err(self.typeof_with_function(field));
             }
+            self.parse_field_path("a field name")?;
             if !self.eat(Kind::Comma) {
                 return Ok(());
             }
@@ -307,7 +321,7 @@ impl<'a> Parser<'a> {
             }
             self.parse_function_call(place)?;
         } else {
-            self.parse_path(expected)?;
+            self.parse_field_path(expected)?;
         }
         Ok(())
     }
