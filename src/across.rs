@@ -36,6 +36,11 @@ pub(crate) struct FindInput {
     /// A company's web domain (e.g. acme.com) or its exact name.
     #[serde(default)]
     company: Option<String>,
+    /// Most records looked at on each side: [`MAX_EACH`], or the workspace's record cap when
+    /// smaller (set by the registry, never by the caller).
+    #[serde(skip)]
+    #[schemars(skip)]
+    each: Option<u32>,
 }
 
 /// What `crm_find_across` answers.
@@ -156,9 +161,17 @@ impl Tool for FindAcross {
         }
     }
 
+    fn cap_records(input: &mut FindInput, cap: u32) {
+        input.each = Some(cap.min(MAX_EACH as u32));
+    }
+
     fn run(input: FindInput, session: &mut Session<'_>) -> Result<FoundAcross, ToolError> {
         let key = input.key()?;
-        let (hubspot, salesforce) = (hubspot_side(session, &key), salesforce_side(session, &key));
+        let each = input.each.map_or(MAX_EACH, |n| n as usize);
+        let (hubspot, salesforce) = (
+            hubspot_side(session, &key, each),
+            salesforce_side(session, &key, each),
+        );
         let mut hubspot = hubspot.unwrap_or_else(side_problem);
         let mut salesforce = salesforce.unwrap_or_else(side_problem);
         let policy = &session.config()?.policy;
@@ -281,6 +294,31 @@ fn digits(text: &str) -> String {
 }
 
 /// `https://www.acme.com/about` → `acme.com`.
+/// Whether a company key is a web domain rather than a name.
+fn by_domain(company: &str) -> bool {
+    company.contains('.') && !company.contains(' ')
+}
+
+/// Whether a web address is on `domain` or one of its subdomains, compared by host (without
+/// case, port or a trailing dot), whatever a LIKE matched: `notacme.com` and
+/// `acme.com.evil.example` are not on acme.com; `www.acme.com` and `eu.acme.com` are.
+fn on_domain(website: &str, domain: &str) -> bool {
+    let bare = |text: &str| {
+        let host = host(text).to_ascii_lowercase();
+        let host = host
+            .rsplit_once('@')
+            .map_or(host.as_str(), |(_, h)| h)
+            .to_string();
+        host.split(':')
+            .next()
+            .unwrap_or_default()
+            .trim_end_matches('.')
+            .to_string()
+    };
+    let (site, domain) = (bare(website), bare(domain));
+    !domain.is_empty() && (site == domain || site.ends_with(&format!(".{domain}")))
+}
+
 fn host(text: &str) -> String {
     let rest = text.split("://").last().unwrap_or(text);
     let host = rest.split(['/', '?', '#']).next().unwrap_or(rest);
@@ -289,7 +327,7 @@ fn host(text: &str) -> String {
 
 // --- HubSpot ----------------------------------------------------------------------------------
 
-fn hubspot_side(session: &mut Session<'_>, key: &Key<'_>) -> Result<Side, ToolError> {
+fn hubspot_side(session: &mut Session<'_>, key: &Key<'_>, each: usize) -> Result<Side, ToolError> {
     let (object, filter, properties): (&str, Value, &[&str]) = match key {
         Key::Person(email) => (
             "contacts",
@@ -303,8 +341,7 @@ fn hubspot_side(session: &mut Session<'_>, key: &Key<'_>) -> Result<Side, ToolEr
             ],
         ),
         Key::Company(company) => {
-            let by_domain = company.contains('.') && !company.contains(' ');
-            let filter = if by_domain {
+            let filter = if by_domain(company) {
                 json!({"propertyName": "domain", "operator": "EQ", "value": host(company)})
             } else {
                 json!({"propertyName": "name", "operator": "EQ", "value": company})
@@ -324,7 +361,7 @@ fn hubspot_side(session: &mut Session<'_>, key: &Key<'_>) -> Result<Side, ToolEr
     };
     let object_type = ObjectType::parse(object).map_err(ToolError::invalid)?;
     let body = json!({"filterGroups": [{"filters": [filter]}], "properties": properties,
-                      "limit": MAX_EACH});
+                      "limit": each});
     let call = Call::get(
         Operation::Read(object_type.clone()),
         vec!["crm", "v3", "objects", object, "search"],
@@ -412,14 +449,18 @@ fn quoted(text: &str) -> String {
     format!("'{}'", text.replace('\\', "\\\\").replace('\'', "\\'"))
 }
 
-fn salesforce_side(session: &mut Session<'_>, key: &Key<'_>) -> Result<Side, ToolError> {
+fn salesforce_side(
+    session: &mut Session<'_>,
+    key: &Key<'_>,
+    each: usize,
+) -> Result<Side, ToolError> {
     let queries: Vec<(&str, String)> = match key {
         Key::Person(email) => vec![
             (
                 "Contact",
                 format!(
                     "SELECT Id, FirstName, LastName, Phone, Owner.Email FROM Contact WHERE \
-                     Email = {} LIMIT {MAX_EACH}",
+                     Email = {} LIMIT {each}",
                     quoted(email)
                 ),
             ),
@@ -427,15 +468,23 @@ fn salesforce_side(session: &mut Session<'_>, key: &Key<'_>) -> Result<Side, Too
                 "Lead",
                 format!(
                     "SELECT Id, FirstName, LastName, Phone, Status, Owner.Email FROM Lead WHERE \
-                     Email = {} AND IsConverted = false LIMIT {MAX_EACH}",
+                     Email = {} AND IsConverted = false LIMIT {each}",
                     quoted(email)
                 ),
             ),
         ],
         Key::Company(company) => {
-            let by_domain = company.contains('.') && !company.contains(' ');
-            let filter = if by_domain {
-                format!("Website LIKE {}", quoted(&format!("%{}%", host(company))))
+            let filter = if by_domain(company) {
+                // Narrowed by LIKE, decided by host below: `%acme.com%` alone also matches
+                // notacme.com. The forms a Website holds: bare, with a scheme, a subdomain.
+                let d = host(company);
+                format!(
+                    "(Website = {} OR Website LIKE {} OR Website LIKE {} OR Website LIKE {})",
+                    quoted(&d),
+                    quoted(&format!("{d}/%")),
+                    quoted(&format!("%//{d}%")),
+                    quoted(&format!("%.{d}%")),
+                )
             } else {
                 format!("Name = {}", quoted(company))
             };
@@ -443,7 +492,7 @@ fn salesforce_side(session: &mut Session<'_>, key: &Key<'_>) -> Result<Side, Too
                 "Account",
                 format!(
                     "SELECT Id, Name, Phone, Website, AnnualRevenue, Owner.Email FROM Account \
-                     WHERE {filter} LIMIT {MAX_EACH}"
+                     WHERE {filter} LIMIT {each}"
                 ),
             )]
         }
@@ -451,10 +500,22 @@ fn salesforce_side(session: &mut Session<'_>, key: &Key<'_>) -> Result<Side, Too
     let instance = InstanceUrl::if_known(session.ctx.instance_url.as_deref())?;
     let mut records = Vec::new();
     for (object, soql) in queries {
+        if records.len() >= each {
+            break;
+        }
         let subject = format!("{object} records matching the customer");
         let page = crmb_client::lookup(session, &soql, &subject)?;
         for row in page.records {
             let get = |k: &str| row.get(k).cloned().unwrap_or(Value::Null);
+            if let Key::Company(company) = key
+                && object == "Account"
+                && by_domain(company)
+                && !get("Website")
+                    .as_str()
+                    .is_some_and(|w| on_domain(w, company))
+            {
+                continue;
+            }
             let Some(id) = row.get("Id").and_then(Value::as_str).map(str::to_string) else {
                 continue;
             };
@@ -500,6 +561,7 @@ fn salesforce_side(session: &mut Session<'_>, key: &Key<'_>) -> Result<Side, Too
             });
         }
     }
+    records.truncate(each);
     Ok(Side {
         problem: None,
         records,
@@ -509,6 +571,70 @@ fn salesforce_side(session: &mut Session<'_>, key: &Key<'_>) -> Result<Side, Too
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness;
+    use crate::retry::tests::{ScriptedTransport, response};
+
+    #[test]
+    fn a_domain_matches_its_host_and_subdomains_only() {
+        for site in [
+            "acme.com",
+            "https://www.acme.com",
+            "http://eu.acme.com/about",
+            "HTTPS://ACME.COM:443/",
+            "acme.com.",
+        ] {
+            assert!(on_domain(site, "acme.com"), "{site}");
+        }
+        for site in [
+            "https://www.notacme.com",
+            "acme.com.evil.example",
+            "https://acme.community",
+            "https://evil.example/acme.com",
+            "https://acme.com@evil.example",
+            "",
+        ] {
+            assert!(!on_domain(site, "acme.com"), "{site}");
+        }
+    }
+
+    /// Salesforce's LIKE matched a look-alike domain too ("Comparison Operators", LIKE:
+    /// `%` matches any characters,
+    /// <https://developer.salesforce.com/docs/atlas.en-us.soql_sosl.meta/soql_sosl/sforce_api_calls_soql_select_comparisonoperators.htm>):
+    /// only the account on the domain is listed and paired.
+    #[test]
+    fn a_look_alike_domain_is_not_the_same_customer() {
+        let accounts = json!({"totalSize": 2, "done": true, "records": [
+            {"attributes": {"type": "Account"}, "Id": "0015gA000000001ABA", "Name": "Acme",
+             "Website": "https://www.acme.com", "Phone": null, "AnnualRevenue": null},
+            {"attributes": {"type": "Account"}, "Id": "0015gA000000002ABA", "Name": "Not Acme",
+             "Website": "https://www.notacme.com", "Phone": null, "AnnualRevenue": null}]});
+        let mut t = ScriptedTransport::new([
+            response(200, r#"{"total": 0, "results": []}"#),
+            response(200, &accounts.to_string()),
+        ]);
+        let out = harness::call(
+            &mut t,
+            &harness::ctx(&["crm.objects.companies.read"], None),
+            &harness::config(&[]),
+            "crm_find_across",
+            &json!({"company": "acme.com"}),
+        )
+        .unwrap();
+        let ids: Vec<&str> = out["salesforce"]["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["id"].as_str().unwrap())
+            .collect();
+        assert_eq!(ids, ["0015gA000000001ABA"], "{out}");
+        let soql = t.sent[1]
+            .url()
+            .query_pairs()
+            .find(|(k, _)| k == "q")
+            .unwrap()
+            .1;
+        assert!(!soql.contains("'%acme.com%'"), "{soql}");
+    }
 
     fn found(object: &str, fields: Value) -> Found {
         Found {

@@ -47,8 +47,6 @@ pub mod keys {
     /// The tenant's results directory as the component sees it; set by the host, unset means
     /// no result files.
     pub const RESULTS_DIR: &str = "CRM_RESULTS_DIR";
-    /// The same directory as the user sees it, for `file_path`; defaults to `CRM_RESULTS_DIR`.
-    pub const RESULTS_HOST_DIR: &str = "CRM_RESULTS_HOST_DIR";
 }
 
 /// The Salesforce REST API version used when the tenant does not pick one (Winter '26).
@@ -108,10 +106,9 @@ pub struct ResultLimits {
     pub file_threshold_records: u64,
     /// Most records written to one file.
     pub file_max_records: u64,
-    /// Where the component writes result files (a directory the host preopened), if anywhere.
+    /// Whether the host keeps result files for the tenant (a label, never a path: the host
+    /// says where each published file is, as each user's files are kept apart).
     pub dir: Option<String>,
-    /// The same directory as the host sees it, for the `file_path` the assistant is given.
-    pub host_dir: Option<String>,
 }
 
 impl Default for ResultLimits {
@@ -121,7 +118,6 @@ impl Default for ResultLimits {
             file_threshold_records: 5_000,
             file_max_records: 1_000_000,
             dir: None,
-            host_dir: None,
         }
     }
 }
@@ -293,7 +289,6 @@ impl Config {
                 1..=50_000_000,
             )?,
             dir: get(keys::RESULTS_DIR).map(str::to_string),
-            host_dir: get(keys::RESULTS_HOST_DIR).map(str::to_string),
         };
         let policy = WorkspacePolicy::from_settings(get)?;
         let mut results = results;

@@ -150,8 +150,9 @@ impl ResultFiles for DirFiles {
         Ok(Box::new(file))
     }
 
-    fn publish(&mut self, from: &str, to: &str) -> io::Result<()> {
-        fs::rename(self.dir.join(from), self.dir.join(to))
+    fn publish(&mut self, from: &str, to: &str) -> io::Result<String> {
+        fs::rename(self.dir.join(from), self.dir.join(to))?;
+        Ok(self.dir.join(to).display().to_string())
     }
 
     fn discard(&mut self, name: &str) {

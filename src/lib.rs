@@ -20,6 +20,7 @@ mod harness;
 pub mod http;
 pub mod journal;
 pub mod mapping;
+pub mod masking;
 pub mod policy;
 pub mod proxy;
 pub(crate) mod raw_json;

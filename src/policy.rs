@@ -292,8 +292,13 @@ impl WorkspacePolicy {
         if let Some(query) = scope.soql
             && let Ok(valid) = crate::crmb::soql::validate(query)
         {
-            compound::refuse_in_query(query, valid.object(), &self.masked)
-                .map_err(|why| self.masked_refusal(why))?;
+            compound::refuse_in_query(
+                query,
+                valid.object(),
+                valid.subquery_relationships(),
+                &self.masked,
+            )
+            .map_err(|why| self.masked_refusal(why))?;
         }
         Ok(())
     }

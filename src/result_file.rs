@@ -4,7 +4,6 @@
 //! `crma_search_records` with `to_file` both write through it: a partial file, published when
 //! complete and discarded on any failure, so nothing half-written is ever a result.
 
-use crate::config::ResultLimits;
 use crate::error::ToolError;
 use crate::tool::Session;
 use schemars::JsonSchema;
@@ -62,15 +61,4 @@ pub(crate) fn create(
 /// The name a result file is written under until it is complete.
 pub(crate) fn partial(name: &str) -> String {
     format!("{name}.partial")
-}
-
-/// Where the published file `name` is, as the workspace sees it (`CRM_RESULTS_HOST_DIR`, or
-/// the results directory itself).
-pub(crate) fn shown_path(results: &ResultLimits, name: &str) -> String {
-    let dir = results
-        .host_dir
-        .as_deref()
-        .or(results.dir.as_deref())
-        .unwrap_or_default();
-    format!("{}/{name}", dir.trim_end_matches('/'))
 }

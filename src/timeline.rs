@@ -10,7 +10,10 @@
 //! - here: the input, the merge, the cursor and the preview text (pure).
 
 mod hubspot;
+mod preview;
 mod salesforce;
+
+use preview::{Markup, preview};
 
 use crate::crma::types::{ObjectType, RecordId};
 use crate::crmb::ids::SalesforceId;
@@ -24,8 +27,6 @@ use serde::{Deserialize, Serialize};
 const DEFAULT_LIMIT: u32 = 20;
 /// Most items per page: also bounds the ids a cursor carries.
 const MAX_LIMIT: u32 = 50;
-/// Characters of an item's body shown.
-const PREVIEW_CHARS: usize = 160;
 /// Most ids a cursor carries of items shown at its exact time: with a page of at most
 /// [`MAX_LIMIT`], a source is asked for at most 200, HubSpot's largest search page.
 const MAX_SEEN: usize = 150;
@@ -284,35 +285,6 @@ fn stepped_over(items: &[Item], next: Option<&Cursor>) -> Option<String> {
     })
 }
 
-/// A body as a short plain-text preview: tags dropped, entities for spaces and ampersands
-/// read, whitespace collapsed, cut at [`PREVIEW_CHARS`] characters.
-fn preview(body: &str) -> Option<String> {
-    let mut text = String::with_capacity(body.len().min(PREVIEW_CHARS * 2));
-    let mut in_tag = false;
-    for c in body.chars() {
-        match c {
-            '<' => in_tag = true,
-            '>' if in_tag => {
-                in_tag = false;
-                text.push(' ');
-            }
-            _ if !in_tag => text.push(c),
-            _ => {}
-        }
-    }
-    let text = text.replace("&nbsp;", " ").replace("&amp;", "&");
-    let words: Vec<&str> = text.split_whitespace().collect();
-    let joined = words.join(" ");
-    if joined.is_empty() {
-        return None;
-    }
-    if joined.chars().count() <= PREVIEW_CHARS {
-        return Some(joined);
-    }
-    let cut: String = joined.chars().take(PREVIEW_CHARS - 1).collect();
-    Some(format!("{}…", cut.trim_end()))
-}
-
 /// `crm_record_timeline`.
 pub(crate) struct RecordTimeline;
 
@@ -320,7 +292,8 @@ impl Tool for RecordTimeline {
     const NAME: &'static str = "crm_record_timeline";
     const DESCRIPTION: &'static str = "Show the activities of one record, newest first: for a \
         HubSpot contact, company or deal its notes, calls, meetings, emails and tasks; for a \
-        Salesforce record the Tasks and Events whose WhoId or WhatId it is. Each item has its \
+        Salesforce record the Tasks and Events whose WhoId or WhatId it is, archived ones \
+        included. Each item has its \
         type, time, subject, a body preview, owner and a link; limit and cursor page back in \
         time. Activity types the connection may not read are left out and named.";
     const TITLE: &'static str = "Read a record's activity timeline";
@@ -337,9 +310,13 @@ impl Tool for RecordTimeline {
         };
         ReadScope {
             fields,
-            records: Some(input.limit.unwrap_or(DEFAULT_LIMIT).into()),
+            records: input.limit.map(Into::into),
             ..ReadScope::default()
         }
+    }
+
+    fn cap_records(input: &mut TimelineInput, cap: u32) {
+        input.limit = crate::tool::capped(input.limit, DEFAULT_LIMIT, cap);
     }
 
     fn run(input: TimelineInput, session: &mut Session<'_>) -> Result<TimelineOutput, ToolError> {

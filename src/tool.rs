@@ -46,8 +46,9 @@ pub trait WriteGuard: std::any::Any {
 pub trait ResultFiles {
     /// Creates the new file `name` for writing; fails when it exists.
     fn create(&mut self, name: &str) -> std::io::Result<Box<dyn std::io::Write>>;
-    /// Renames the finished file `from` to `to`, which makes it a result.
-    fn publish(&mut self, from: &str, to: &str) -> std::io::Result<()>;
+    /// Renames the finished file `from` to `to`, which makes it a result, and answers where
+    /// the user finds it (the host keeps each user's results apart, so only it knows).
+    fn publish(&mut self, from: &str, to: &str) -> std::io::Result<String>;
     /// Removes an unfinished file.
     fn discard(&mut self, name: &str);
 }
@@ -217,6 +218,19 @@ pub trait Tool {
     fn reads(_input: &Self::Input) -> ReadScope<'_> {
         ReadScope::default()
     }
+
+    /// Binds what one call touches to the workspace's record cap (`CRM_POLICY_MAX_RECORDS`):
+    /// a limit the caller left out becomes the tool's default or the cap, whichever is less.
+    /// The registry calls it for every tool when a cap is set, after [`Tool::reads`] refused
+    /// an ask over the cap, so no read returns, pages or looks at more than the cap whatever
+    /// the caller wrote or omitted. Exports to files are bound by the same cap through the
+    /// file limit (`Config`), aggregates by the records they read.
+    fn cap_records(_input: &mut Self::Input, _cap: u32) {}
+}
+
+/// A page size bound by the record cap: the caller's, else `default`, never over `cap`.
+pub(crate) fn capped(limit: Option<u32>, default: u32, cap: u32) -> Option<u32> {
+    Some(limit.unwrap_or(default).min(cap))
 }
 
 /// What a tool does to the CRM: the source of MCP's annotations. No tool deletes, so there is
@@ -315,11 +329,14 @@ pub(crate) const fn entry<T: Tool>() -> Entry {
 /// reader rather than serde_json's `&str` and `&[u8]` readers side by side (a `&str` is valid
 /// UTF-8, so both readers accept and refuse alike, with the same messages).
 fn call<T: Tool>(input: &str, session: &mut Session<'_>) -> Result<String, ToolError> {
-    let input: T::Input = serde_json::from_slice(input.as_bytes())
+    let mut input: T::Input = serde_json::from_slice(input.as_bytes())
         .map_err(|err| ToolError::invalid(format!("{}: {err}", T::NAME)))?;
     let scope = T::reads(&input);
     if scope != ReadScope::default() {
         session.config()?.policy.check_read(&scope)?;
+    }
+    if let Some(cap) = session.config().ok().and_then(|c| c.policy.max_records) {
+        T::cap_records(&mut input, u32::try_from(cap).unwrap_or(u32::MAX));
     }
     let output = T::run(input, session)?;
     Ok(serde_json::to_string(&output)

@@ -2,11 +2,13 @@
 //!
 //! The component names files, never paths: a name is 1 to 128 characters of letters, digits,
 //! `.`, `-` and `_`, not starting with a dot, so no name can leave the directory or hide a file.
-//! Each call's store holds only its own tenant's directory.
+//! Each call's store holds only its own user's directory inside its tenant's: a result belongs
+//! to the user who made it ([`ResultOwner`]), and `publish` answers where that user finds it.
 
 use crate::bindings::crm::plugin::result_files::{self, FileError};
 use crate::governance::HostPolicy;
 use crate::result_file::{AppendError, ResultFile};
+use crate::tenant_db::ResultOwner;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,10 +21,13 @@ pub const RESULT_FILE_TTL: std::time::Duration = std::time::Duration::from_secs(
 /// Longest file name a component may use.
 const MAX_NAME_LEN: usize = 128;
 
-/// One tenant's results directory with the per-file size ceiling, as a call's store holds it.
+/// One user's results directory with the per-file size ceiling, as a call's store holds it.
 #[derive(Debug)]
 pub(crate) struct ResultsDir {
+    /// The calling user's directory inside the tenant's, made when the first file is.
     pub(crate) dir: PathBuf,
+    /// Whose files these are: the key they are kept under in a fleet's store.
+    pub(crate) owner: ResultOwner,
     pub(crate) max_file_bytes: u64,
     /// Files this call created and has not published or discarded yet.
     pub(crate) unpublished: Unpublished,
@@ -91,7 +96,10 @@ impl FilesView<'_> {
 
 impl result_files::Host for FilesView<'_> {
     fn create(&mut self, name: String) -> Result<Resource<ResultFile>, FileError> {
-        let path = path_in(&self.results_dir()?.dir, &name)?;
+        let dir = &self.results_dir()?.dir;
+        let path = path_in(dir, &name)?;
+        crate::private_fs::create_dir_all(dir)
+            .map_err(|e| FileError::Io(format!("making the results directory: {e}")))?;
         let file = crate::private_fs::options()
             .write(true)
             .create_new(true)
@@ -109,18 +117,21 @@ impl result_files::Host for FilesView<'_> {
             .map_err(|e| FileError::Io(e.to_string()))
     }
 
-    fn publish(&mut self, partial: String, final_: String) -> Result<(), FileError> {
-        let dir = &self.results_dir()?.dir;
-        let (from, to) = (path_in(dir, &partial)?, path_in(dir, &final_)?);
+    fn publish(&mut self, partial: String, final_: String) -> Result<String, FileError> {
+        let results = self.results_dir()?;
+        let (from, to) = (
+            path_in(&results.dir, &partial)?,
+            path_in(&results.dir, &final_)?,
+        );
         // Kept for the fleet first: a file another host cannot serve is not published.
         self.store
-            .keep_result_file(&final_, &from, RESULT_FILE_TTL)
+            .keep_result_file(&results.owner, &final_, &from, RESULT_FILE_TTL)
             .map_err(|e| FileError::Io(format!("keeping {final_} for every host: {e}")))?;
-        fs::rename(&from, to).map_err(|e| FileError::Io(format!("publishing {final_}: {e}")))?;
+        fs::rename(&from, &to).map_err(|e| FileError::Io(format!("publishing {final_}: {e}")))?;
         if let Some(unpublished) = self.unpublished() {
             unpublished.forget(&from);
         }
-        Ok(())
+        Ok(to.display().to_string())
     }
 
     fn discard(&mut self, name: String) {

@@ -125,23 +125,29 @@ impl HostPolicy {
         !self.masked.is_empty()
     }
 
-    /// Replaces, anywhere in `value`, the value of every key named like a masked field (names
-    /// compare without case, as both CRMs' field names do).
+    /// Replaces, anywhere in `value`, every value that would show a masked field: by name
+    /// (without case, as both CRMs compare field names) and by meaning (compounds, and names
+    /// reached through a relationship to a person), through the component's own rules
+    /// ([`crm_plugin::masking`]), so host and component never disagree on what is masked.
     pub fn mask(&self, value: &mut Value) {
-        match value {
-            Value::Object(map) => {
-                for (key, v) in map.iter_mut() {
-                    if self.masked.iter().any(|m| m.eq_ignore_ascii_case(key)) {
-                        if !v.is_null() {
-                            *v = Value::String(MASKED.into());
-                        }
-                    } else {
-                        self.mask(v);
-                    }
-                }
+        crm_plugin::masking::mask_value(value, &self.masked);
+    }
+
+    /// A tool result as a client reads it (MCP's `CallToolResult` as JSON, as a finished task
+    /// keeps it), masked by this policy: the structured content, and each text block's JSON.
+    /// A stored answer is masked again each time it is read, by the policy in force then.
+    pub fn mask_call_result(&self, result: &mut Value) {
+        if !self.masks() {
+            return;
+        }
+        if let Some(structured) = result.get_mut("structuredContent") {
+            self.mask(structured);
+        }
+        let blocks = result.get_mut("content").and_then(Value::as_array_mut);
+        for block in blocks.into_iter().flatten() {
+            if let Some(Value::String(text)) = block.get_mut("text") {
+                *text = self.mask_text(std::mem::take(text));
             }
-            Value::Array(items) => items.iter_mut().for_each(|v| self.mask(v)),
-            _ => {}
         }
     }
 

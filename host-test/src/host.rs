@@ -54,7 +54,7 @@ pub struct TenantSpec {
 }
 
 /// What the component is told about its results directory: files are on. It names files,
-/// never paths, so this is only a label; `CRM_RESULTS_HOST_DIR` is where the user finds them.
+/// never paths, so this is only a label; `publish` answers where the user finds each one.
 const RESULTS_LABEL: &str = "/results";
 
 /// A registered tenant, immutable once built; a swap replaces the whole entry.
@@ -214,7 +214,6 @@ impl Host {
                 crate::private_fs::create_dir_all(&dir).map_err(bad)?;
                 let dir = dir.canonicalize().map_err(bad)?;
                 settings.push(("CRM_RESULTS_DIR".into(), RESULTS_LABEL.into()));
-                settings.push(("CRM_RESULTS_HOST_DIR".into(), dir.display().to_string()));
                 Some(dir)
             }
             None => None,
@@ -351,9 +350,13 @@ impl Host {
         let limits = self.runtime.limits();
         let time_limit = options.time_limit.unwrap_or(limits.call_timeout);
         // Only this tenant's settings, results directory and mapping store.
+        let owner = options
+            .owner
+            .unwrap_or_else(|| crate::tenant_db::ResultOwner::of(user_id));
         let tenant = TenantResources {
             config: entry.config.clone(),
             results_dir: entry.results_dir.clone(),
+            owner,
             mappings: entry.mappings.clone(),
             connections: entry.connections.clone(),
             policy: entry.policy.clone(),
@@ -560,6 +563,7 @@ impl Host {
         let timeout = options
             .time_limit
             .unwrap_or(self.runtime.limits().call_timeout);
+        let trap_id = call_id.clone();
         let mut store = match self.store(
             entry,
             &request.tool,
@@ -589,7 +593,13 @@ impl Host {
             Ok(Ok(Ok(output))) => Ok(entry.policy.mask_text(output)),
             // And masked values never leave through an error's words either.
             Ok(Ok(Err(tool_error))) => Err(CallError::Tool(tool_error.masked_by(&entry.policy))),
-            Ok(Err(trap)) => Err(CallError::Plugin(format!("{trap:#}"))),
+            Ok(Err(trap)) => {
+                // The whole error, wasm backtrace included, is the operator's; the client is
+                // told what happened in one line and the call id to ask about.
+                tracing::error!(call_id = %trap_id, tenant = %request.tenant_id,
+                    tool = %request.tool, "the plugin failed: {trap:?}");
+                Err(CallError::Plugin(trap_summary(&trap, &trap_id)))
+            }
             Err(_) => Err(CallError::Plugin(format!(
                 "the call took longer than {timeout:?}"
             ))),
@@ -597,6 +607,23 @@ impl Host {
         store.data_mut().flush_progress();
         (result, store.data().peak_memory_bytes())
     }
+}
+
+/// What a client is told of a trap: its kind in one line, and the call id under which the
+/// operator's log and audit trail hold the rest (never the wasm backtrace, which names the
+/// component's functions and offsets).
+fn trap_summary(trap: &wasmtime::Error, call_id: &str) -> String {
+    let what = match trap.downcast_ref::<wasmtime::Trap>() {
+        Some(code) => code.to_string(),
+        None => trap
+            .root_cause()
+            .to_string()
+            .lines()
+            .next()
+            .unwrap_or("an error")
+            .to_string(),
+    };
+    format!("{what} (call {call_id}; the operator's log has the details)")
 }
 
 /// How one call runs beyond its request.
@@ -607,6 +634,9 @@ pub struct CallOptions {
     pub progress: Option<ProgressSink>,
     /// The call's own time limit instead of the runtime's (a task runs longer than a call).
     pub time_limit: Option<Duration>,
+    /// Who the call's result files belong to; the operator's user of the request's `user_id`
+    /// when not given (the CLI, stdio).
+    pub owner: Option<crate::tenant_db::ResultOwner>,
 }
 
 /// A fresh id for one call, written on its audit line and kept with every change it journals.

@@ -45,6 +45,12 @@ pub enum Refused {
     RateLimited,
     UnknownSession,
     TooManyConnections,
+    /// A source past its failed-authentication limit (answered without checking its token).
+    AuthFailures,
+    /// A principal at its share of requests in flight.
+    TooManyInFlight,
+    /// A request body that came too slowly (408).
+    SlowBody,
 }
 
 impl Refused {
@@ -56,6 +62,9 @@ impl Refused {
             Refused::RateLimited => "rate_limited",
             Refused::UnknownSession => "unknown_session",
             Refused::TooManyConnections => "too_many_connections",
+            Refused::AuthFailures => "auth_failures",
+            Refused::TooManyInFlight => "too_many_in_flight",
+            Refused::SlowBody => "slow_body",
         }
     }
 }

@@ -419,10 +419,14 @@ impl Runtime {
             http: WasiHttpCtx::new(),
             table: ResourceTable::new(),
             config: tenant.config,
-            results: tenant.results_dir.map(|dir| ResultsDir {
-                dir,
-                max_file_bytes: self.limits.max_result_file_bytes,
-                unpublished: Default::default(),
+            results: tenant.results_dir.map(|tenant_dir| {
+                let owner = tenant.owner;
+                ResultsDir {
+                    dir: owner.dir_in(&tenant_dir),
+                    owner,
+                    max_file_bytes: self.limits.max_result_file_bytes,
+                    unpublished: Default::default(),
+                }
             }),
             mappings: tenant.mappings,
             crm_a_generation: tenant.connections.generation(Crm::Hubspot),
@@ -453,6 +457,8 @@ impl Runtime {
 pub(crate) struct TenantResources {
     pub(crate) config: Arc<WasiConfigVariables>,
     pub(crate) results_dir: Option<std::path::PathBuf>,
+    /// Whose result files the call writes: its user's directory inside the tenant's.
+    pub(crate) owner: crate::tenant_db::ResultOwner,
     pub(crate) mappings: Arc<TenantDb>,
     pub(crate) connections: Arc<Connections>,
     pub(crate) policy: Arc<HostPolicy>,

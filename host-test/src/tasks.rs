@@ -1,8 +1,10 @@
 //! Calls running in the background, as tasks a client polls (MCP's tasks extension): a long
 //! export outlives the request that started it and the per-call time limit, shows how far it
-//! has come, and can be cancelled. Each task belongs to the tenant and user who started it;
-//! no one else can see or cancel it. A finished task is kept for [`KEPT_FOR`], then forgotten.
+//! has come, and can be cancelled. Each task belongs to the tenant and user who started it
+//! ([`ResultOwner`], the notion that owns result files and sessions too); no one else can see
+//! or cancel it. A finished task is kept for [`KEPT_FOR`], then forgotten.
 
+use crate::tenant_db::ResultOwner;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -38,7 +40,7 @@ pub struct Snapshot {
 /// One task: whose it is, how to stop it, and where it stands.
 pub struct Task {
     tenant: String,
-    user: String,
+    owner: ResultOwner,
     cancel: CancellationToken,
     state: Mutex<Snapshot>,
 }
@@ -85,7 +87,7 @@ pub struct TaskBoard {
 
 impl TaskBoard {
     /// A new working task of `tenant`'s `user`, and its id.
-    pub fn open(&self, tenant: &str, user: &str) -> (String, Arc<Task>) {
+    pub fn open(&self, tenant: &str, owner: ResultOwner) -> (String, Arc<Task>) {
         let id = format!(
             "task_{}",
             crate::tenant_db::journal::random_hex(12).unwrap_or_else(|_| now_ms().to_string())
@@ -93,7 +95,7 @@ impl TaskBoard {
         let now = now_ms();
         let task = Arc::new(Task {
             tenant: tenant.into(),
-            user: user.into(),
+            owner,
             cancel: CancellationToken::new(),
             state: Mutex::new(Snapshot {
                 outcome: Outcome::Working,
@@ -109,13 +111,13 @@ impl TaskBoard {
         (id, task)
     }
 
-    /// The task `id` when it is `tenant`'s `user`'s; anyone else's is as good as absent.
-    pub fn find(&self, id: &str, tenant: &str, user: &str) -> Option<Arc<Task>> {
+    /// The task `id` when it is `tenant`'s `owner`'s; anyone else's is as good as absent.
+    pub fn find(&self, id: &str, tenant: &str, owner: &ResultOwner) -> Option<Arc<Task>> {
         let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
         forget_old(&mut tasks, now_ms());
         tasks
             .get(id)
-            .filter(|t| t.tenant == tenant && t.user == user)
+            .filter(|t| t.tenant == tenant && &t.owner == owner)
             .cloned()
     }
 }
@@ -142,10 +144,19 @@ mod tests {
     #[test]
     fn a_task_is_its_owners_only_and_ends_as_its_call_ended() {
         let board = TaskBoard::default();
-        let (id, task) = board.open("acme", "ana");
-        assert!(board.find(&id, "acme", "ana").is_some());
-        assert!(board.find(&id, "acme", "bo").is_none(), "another user");
-        assert!(board.find(&id, "globex", "ana").is_none(), "another tenant");
+        let ana = ResultOwner::of("ana");
+        let (id, task) = board.open("acme", ana.clone());
+        assert!(board.find(&id, "acme", &ana).is_some());
+        assert!(
+            board.find(&id, "acme", &ResultOwner::of("bo")).is_none(),
+            "another user"
+        );
+        assert!(board.find(&id, "globex", &ana).is_none(), "another tenant");
+        let ana_of_an_idp = ResultOwner::vouched_by("https://idp.example", "ana");
+        assert!(
+            board.find(&id, "acme", &ana_of_an_idp).is_none(),
+            "a provider's subject of the same name"
+        );
         task.progress(200, Some(1000));
         assert_eq!(
             (task.snapshot().done, task.snapshot().total),
@@ -158,7 +169,7 @@ mod tests {
         task.progress(300, Some(1000));
         assert_eq!(task.snapshot().done, 200, "no progress after the end");
         // A cancel that came after the call finished leaves its answer standing.
-        let (_, late) = board.open("acme", "ana");
+        let (_, late) = board.open("acme", ana);
         late.cancel();
         late.finish(Outcome::Completed(serde_json::json!({"ok": true})));
         assert!(matches!(late.snapshot().outcome, Outcome::Completed(_)));

@@ -217,29 +217,46 @@ impl TenantDb {
         self.rows.staged_rows(&self.tenant)
     }
 
-    /// Keeps a published result file where every host of the store can read it (a fleet's
-    /// database) for `ttl`, as long as files are served; nothing to do on SQLite.
+    /// Keeps `owner`'s published result file where every host of the store can read it (a
+    /// fleet's database) for `ttl`, as long as files are served; nothing to do on SQLite.
+    /// A file is kept under its owner's key, so no other user's listing or fetch finds it.
     pub fn keep_result_file(
         &self,
+        owner: &ResultOwner,
         name: &str,
         path: &Path,
         ttl: std::time::Duration,
     ) -> Result<(), StoreError> {
         let ttl = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
         self.rows
-            .keep_file(&self.tenant, name, path, now_ms().saturating_add(ttl))
+            .keep_file(
+                &self.tenant,
+                &owner.key_of(name),
+                path,
+                now_ms().saturating_add(ttl),
+            )
             .map(drop)
     }
 
-    /// Brings a result file another host published into `dir` (this host's copy of the
-    /// tenant's results directory); `false` when the store has no such file.
-    pub fn fetch_result_file(&self, name: &str, dir: &Path) -> Result<bool, StoreError> {
-        self.rows.fetch_file(&self.tenant, name, &dir.join(name))
+    /// Brings `owner`'s result file another host published into `dir` (this host's copy of
+    /// the owner's results directory); `false` when the store has no such file of theirs.
+    pub fn fetch_result_file(
+        &self,
+        owner: &ResultOwner,
+        name: &str,
+        dir: &Path,
+    ) -> Result<bool, StoreError> {
+        self.rows
+            .fetch_file(&self.tenant, &owner.key_of(name), &dir.join(name))
     }
 
-    /// The result files the store keeps for this tenant (none on SQLite: they are on disk).
-    pub fn result_file_names(&self) -> Result<Vec<String>, StoreError> {
-        self.rows.file_names(&self.tenant)
+    /// `owner`'s result files the store keeps (none on SQLite: they are on disk).
+    pub fn result_file_names(&self, owner: &ResultOwner) -> Result<Vec<String>, StoreError> {
+        let names = self.rows.file_names(&self.tenant)?;
+        Ok(names
+            .into_iter()
+            .filter_map(|key| owner.name_in(&key).map(str::to_owned))
+            .collect())
     }
 
     /// Whether the store answers.
@@ -308,6 +325,49 @@ pub fn tenant_file(data_dir: &Path, tenant: &str) -> Result<PathBuf, StoreError>
         Err(StoreError::Invalid(format!(
             "tenant id {tenant:?} cannot name a data directory: use letters, digits, - and _"
         )))
+    }
+}
+
+/// Who a result (a file, a task, a session) belongs to: the user of the tenant who made it, in
+/// the namespace of whoever vouched for the user. Only that user lists, reads or pages through
+/// it; another user of the same tenant is told there is no such result, as a stranger would
+/// be. The operator's users (the CLI, stdio, the tenants file's tokens) share one namespace;
+/// each identity provider's subjects are its own, so a JWT whose `sub` is `alice` is not the
+/// operator's `alice`. Kept as a digest, so it names a directory and a store key whatever the
+/// id's characters.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct ResultOwner(String);
+
+impl ResultOwner {
+    /// The operator's user `user_id` (of the tenant whose store or directory it is used in).
+    pub fn of(user_id: &str) -> Self {
+        Self::digest(user_id.as_bytes())
+    }
+
+    /// The subject `user_id` of the identity provider `issuer`.
+    pub fn vouched_by(issuer: &str, user_id: &str) -> Self {
+        // A NUL cannot be in an issuer URL, so no issuer and subject run into another pair.
+        Self::digest(format!("{issuer}\0{user_id}").as_bytes())
+    }
+
+    fn digest(bytes: &[u8]) -> Self {
+        let digest = journal::sha256_hex(bytes);
+        ResultOwner(format!("u-{}", &digest[..32]))
+    }
+
+    /// The owner's directory inside the tenant's results directory.
+    pub fn dir_in(&self, tenant_dir: &Path) -> std::path::PathBuf {
+        tenant_dir.join(&self.0)
+    }
+
+    /// The store's key of the owner's file `name`.
+    fn key_of(&self, name: &str) -> String {
+        format!("{}/{name}", self.0)
+    }
+
+    /// The file name a store key holds when the key is this owner's.
+    fn name_in<'k>(&self, key: &'k str) -> Option<&'k str> {
+        key.strip_prefix(self.0.as_str())?.strip_prefix('/')
     }
 }
 

@@ -14,7 +14,7 @@ impl ResultFiles for HostFiles {
         Ok(Box::new(HostFile(file)))
     }
 
-    fn publish(&mut self, from: &str, to: &str) -> io::Result<()> {
+    fn publish(&mut self, from: &str, to: &str) -> io::Result<String> {
         wit_files::publish(from, to).map_err(io_error)
     }
 

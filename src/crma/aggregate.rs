@@ -83,7 +83,11 @@ impl TryFrom<String> for MetricSpec {
             _ => return Err(refuse()),
         };
         let property = PropertyName::parse(property).map_err(|_| refuse())?;
-        Ok(MetricSpec(Some(Metric { function, property })))
+        Ok(MetricSpec(Some(Metric {
+            function,
+            property,
+            reads: None,
+        })))
     }
 }
 
@@ -319,6 +323,42 @@ impl Asked {
     }
 }
 
+/// A deal's `amount` is in the deal's own currency (`deal_currency_code`); in an account with
+/// several currencies, figures of `amount` would add euros to dollars under one label. They
+/// are computed from `amount_in_home_currency` instead, HubSpot's conversion of each deal's
+/// amount into the company currency at the account's exchange rate ("Set up and use multiple
+/// currencies", <https://knowledge.hubspot.com/object-settings/add-and-edit-your-account-currencies>),
+/// and the answer says so. `None` when nothing was converted.
+fn convert_deal_amounts(
+    object_type: &ObjectType,
+    account: Option<&account::AccountDetails>,
+    metrics: &mut [Metric],
+) -> Option<String> {
+    let account = account?;
+    let others = account.additional_currencies();
+    if object_type.as_str() != "deals" || others.is_empty() {
+        return None;
+    }
+    let home = PropertyName::parse("amount_in_home_currency").ok()?;
+    let mut converted = false;
+    for metric in metrics
+        .iter_mut()
+        .filter(|m| m.property.as_str() == "amount")
+    {
+        metric.reads = Some(home.clone());
+        converted = true;
+    }
+    let company = account.company_currency().unwrap_or("the company currency");
+    converted.then(|| {
+        format!(
+            "this account holds deals in {company} and {}: figures of amount are of \
+             amount_in_home_currency, each deal's amount converted by HubSpot into {company} at \
+             the account's exchange rate, so no figure adds one currency to another",
+            others.join(", ")
+        )
+    })
+}
+
 /// A tally ready to count, with the names of its keys and what the answer says of them.
 struct Prepared {
     tally: Tally,
@@ -362,6 +402,10 @@ fn prepare(
     let currency = account
         .as_ref()
         .and_then(|a| a.company_currency().map(str::to_string));
+    let mut metrics = asked.metrics.clone();
+    if let Some(converted) = convert_deal_amounts(object_type, account.as_ref(), &mut metrics) {
+        notes.push(converted);
+    }
     let mut zone_used = None;
     let mut dimensions = Vec::new();
     let mut labels = Vec::new();
@@ -430,7 +474,7 @@ fn prepare(
         });
     }
     Ok(Prepared {
-        tally: Tally::new(dimensions, asked.metrics.clone()),
+        tally: Tally::new(dimensions, metrics),
         labels,
         described,
         time_zone: zone_used,

@@ -199,6 +199,17 @@ impl Tool for GetAssociations {
     type Input = GetAssociationsInput;
     type Output = Associations;
 
+    fn reads(input: &GetAssociationsInput) -> crate::policy::ReadScope<'_> {
+        crate::policy::ReadScope {
+            records: input.max_results.map(Into::into),
+            ..Default::default()
+        }
+    }
+
+    fn cap_records(input: &mut GetAssociationsInput, cap: u32) {
+        input.max_results = crate::tool::capped(input.max_results, DEFAULT_BUDGET, cap);
+    }
+
     fn run(
         input: GetAssociationsInput,
         session: &mut Session<'_>,

@@ -9,7 +9,8 @@ use super::wire::{Page, RecordObject};
 use crate::config::Config;
 use crate::error::{Crm, ToolError};
 use crate::governance::crm::{
-    Candidate, CurrentValues, GovernedCrm, LOOKUP_LIMIT, path_and_body, text, unrecognised,
+    Candidate, CreatedWindow, CurrentValues, GovernedCrm, LOOKUP_BUDGET, LOOKUP_LIMIT,
+    path_and_body, text, unrecognised,
 };
 use crate::governance::target::{WriteKind, WriteTarget};
 use crate::http::{Method, Request, WriteMethod};
@@ -153,7 +154,7 @@ impl GovernedCrm for Hubspot {
         object: &str,
         created: &Map<String, Value>,
         since_ms: u64,
-    ) -> Result<Vec<Candidate>, ToolError> {
+    ) -> Result<CreatedWindow, ToolError> {
         let object_type = ObjectType::parse(object).map_err(ToolError::invalid)?;
         // HubSpot takes datetime filters as epoch milliseconds ("Search", CRM API guide).
         let mut filters = vec![json!({
@@ -176,27 +177,46 @@ impl GovernedCrm for Hubspot {
             narrow_by(&marker.field);
         }
         let properties: Vec<&String> = created.keys().collect();
-        let body = json!({
-            "filterGroups": [{"filters": filters}],
-            "sorts": [{"propertyName": "createdate", "direction": "DESCENDING"}],
-            "properties": properties,
-            "limit": LOOKUP_LIMIT,
-        });
-        let call = Call::get(
-            Operation::Read(object_type),
-            vec!["crm", "v3", "objects", object, "search"],
-            format!("{object} created since the write"),
-        )
-        .searching(body);
-        let answer: Page<RecordObject> = crma_client::send_for(session, call)?;
-        Ok(answer
-            .results
-            .into_iter()
-            .map(|r| Candidate {
-                id: r.id,
-                values: r.properties,
-            })
-            .collect())
+        let mut window = CreatedWindow::default();
+        let mut after: Option<String> = None;
+        // Every page until HubSpot's `paging` ends ("Search", paging with `after`:
+        // <https://developers.hubspot.com/docs/api-reference/search/guide>), as far as the
+        // budget goes.
+        loop {
+            let mut body = json!({
+                "filterGroups": [{"filters": filters}],
+                "sorts": [{"propertyName": "createdate", "direction": "DESCENDING"}],
+                "properties": properties,
+                "limit": LOOKUP_LIMIT,
+            });
+            if let Some(after) = &after {
+                body["after"] = json!(after);
+            }
+            let call = Call::get(
+                Operation::Read(object_type.clone()),
+                vec!["crm", "v3", "objects", object, "search"],
+                format!("{object} created since the write"),
+            )
+            .searching(body);
+            let answer: Page<RecordObject> = crma_client::send_for(session, call)?;
+            let next = answer.next_after().map(str::to_string);
+            window
+                .candidates
+                .extend(answer.results.into_iter().map(|r| Candidate {
+                    id: r.id,
+                    values: r.properties,
+                }));
+            match next {
+                None => {
+                    window.complete = true;
+                    return Ok(window);
+                }
+                // A cursor that does not move would read the same page for ever.
+                Some(next) if after.as_deref() == Some(next.as_str()) => return Ok(window),
+                Some(_) if window.candidates.len() >= LOOKUP_BUDGET => return Ok(window),
+                Some(next) => after = Some(next),
+            }
+        }
     }
 
     fn lookup_lag_ms(&self) -> u64 {

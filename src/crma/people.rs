@@ -132,10 +132,15 @@ pub(super) struct OwnerTeam {
 const MAX_OWNER_PAGES: usize = 20;
 
 /// Owners' names (`Jane Doe`, else the e-mail, else the id), active and archived, by owner
-/// id: what turns a stored `hubspot_owner_id` into words.
+/// id: what turns a stored `hubspot_owner_id` into words. A person's name is a compound of its
+/// parts, so when the workspace masks any of them (`lastname`, `firstname`, ...) no owner is
+/// named by name: the e-mail (unless masked too) or the id stands in.
 pub(crate) fn owner_names(
     session: &mut Session<'_>,
 ) -> Result<std::collections::BTreeMap<String, String>, ToolError> {
+    let policy = &session.config()?.policy;
+    let by_name = !crate::masking::person_name_masked(&policy.masked);
+    let by_email = !policy.is_masked("email");
     let mut names = std::collections::BTreeMap::new();
     for archived in ["false", "true"] {
         let mut after: Option<String> = None;
@@ -152,11 +157,15 @@ pub(crate) fn owner_names(
                 let name = [owner.first_name.as_deref(), owner.last_name.as_deref()]
                     .into_iter()
                     .flatten()
-                    .filter(|n| !n.is_empty())
+                    .filter(|n| by_name && !n.is_empty())
                     .collect::<Vec<_>>()
                     .join(" ");
                 let name = if name.is_empty() {
-                    owner.email.clone().unwrap_or_else(|| owner.id.clone())
+                    owner
+                        .email
+                        .clone()
+                        .filter(|_| by_email)
+                        .unwrap_or_else(|| owner.id.clone())
                 } else {
                     name
                 };

@@ -57,7 +57,29 @@ pub(crate) fn lookup(
     soql: &str,
     subject: &str,
 ) -> Result<QueryPage, ToolError> {
-    let url = proxy::crm_b(session.config()?, &["query"], &[("q", soql)])?;
+    lookup_at(session, "query", soql, subject)
+}
+
+/// As [`lookup`], through `queryAll`, which also answers archived and deleted rows ("QueryAll",
+/// REST API Developer Guide,
+/// <https://developer.salesforce.com/docs/atlas.en-us.api_rest.meta/api_rest/resources_queryall.htm>):
+/// Salesforce archives Tasks and Events after about a year and `query` leaves them out. The
+/// caller's query filters `IsDeleted = false`, so only the archived ones are added.
+pub(crate) fn lookup_all(
+    session: &mut Session<'_>,
+    soql: &str,
+    subject: &str,
+) -> Result<QueryPage, ToolError> {
+    lookup_at(session, "queryAll", soql, subject)
+}
+
+fn lookup_at(
+    session: &mut Session<'_>,
+    resource: &str,
+    soql: &str,
+    subject: &str,
+) -> Result<QueryPage, ToolError> {
+    let url = proxy::crm_b(session.config()?, &[resource], &[("q", soql)])?;
     let response = send(session, &Request::read(Crm::Salesforce, url), subject)?;
     serde_json::from_slice(&response.body).map_err(|e| {
         CrmProblem::unexpected_answer(

@@ -120,29 +120,54 @@ const PERSON_RELATIONSHIPS: &[&str] = &[
     "individual",
 ];
 
+/// Whether a relationship (`Owner`, `CreatedBy`, `Who`, ...; any case) leads to a person, so
+/// a `Name` read through it is a compound of name parts.
+pub fn leads_to_person(relationship: &str) -> bool {
+    PERSON_RELATIONSHIPS
+        .iter()
+        .any(|p| p.eq_ignore_ascii_case(relationship))
+}
+
 /// Refuses a SOQL query naming a field that would show a masked one, by meaning: `Name` of a
 /// Contact when `LastName` is masked, `BillingAddress` when `BillingCity` is, and the like, in
-/// any clause (a filter on a compound probes its masked part). `from` is the FROM object.
-pub fn refuse_in_query(query: &str, from: &str, masked: &[String]) -> Result<(), String> {
+/// any clause (a filter on a compound probes its masked part). `from` is the FROM object;
+/// `children` the FROM names of its child subqueries: a field of a child subquery over people
+/// (`(SELECT Name FROM Contacts)`) is a person's, so while one is in the query every plain
+/// field name is judged as a person's (refusing an account's own `Name` there is the safe
+/// side of not knowing which list a name is in).
+pub fn refuse_in_query(
+    query: &str,
+    from: &str,
+    children: &[String],
+    masked: &[String],
+) -> Result<(), String> {
     if masked.is_empty() {
         return Ok(());
     }
-    let from_person = PERSON_TYPES.iter().any(|p| p.eq_ignore_ascii_case(from));
+    let from_person = PERSON_TYPES.iter().any(|p| p.eq_ignore_ascii_case(from))
+        || children.iter().any(|c| lists_people(c));
     for path in super::soql::paths(query) {
         let Some((field, through)) = path.split_last() else {
             continue;
         };
         let person = match through.last() {
             None => from_person,
-            Some(rel) => PERSON_RELATIONSHIPS
-                .iter()
-                .any(|p| p.eq_ignore_ascii_case(rel)),
+            Some(rel) => leads_to_person(rel),
         };
         if let Some(part) = shows_masked(field, person, masked) {
             return Err(refusal(&path.join("."), part));
         }
     }
     Ok(())
+}
+
+/// Whether a child relationship lists people: `Contacts`, `Leads`, `Users` and those ending
+/// so (`ManagedUsers`, `ReportsToContacts`...), compared without case.
+fn lists_people(relationship: &str) -> bool {
+    let r = relationship.to_ascii_lowercase();
+    ["contacts", "leads", "users", "individuals"]
+        .iter()
+        .any(|p| r.ends_with(p))
 }
 
 /// Refuses fields asked of one record of `object` that would show a masked one.
@@ -200,6 +225,12 @@ mod tests {
         names.iter().map(|n| n.to_ascii_lowercase()).collect()
     }
 
+    fn children(query: &str) -> Vec<String> {
+        crate::crmb::soql::validate(query)
+            .map(|v| v.subquery_relationships().to_vec())
+            .unwrap_or_default()
+    }
+
     #[test]
     fn a_masked_part_masks_its_compound_and_a_masked_compound_its_parts() {
         let m = masked(&[
@@ -238,7 +269,7 @@ mod tests {
     #[test]
     fn a_query_naming_a_compound_of_a_masked_field_is_refused_in_any_clause() {
         let m = masked(&["LastName", "BillingCity"]);
-        let refused = |q: &str, from: &str| refuse_in_query(q, from, &m).is_err();
+        let refused = |q: &str, from: &str| refuse_in_query(q, from, &children(q), &m).is_err();
         assert!(refused("SELECT Name FROM Contact", "Contact"));
         assert!(refused(
             "SELECT Id FROM Contact WHERE Name LIKE 'Mar%'",
@@ -252,7 +283,16 @@ mod tests {
         assert!(!refused("SELECT Id, Name FROM Account", "Account"));
         assert!(!refused("SELECT Id, Account.Name FROM Contact", "Contact"));
         assert!(refused("SELECT LastName FROM Lead", "Lead"));
-        let e = refuse_in_query("SELECT Name FROM Contact", "Contact", &m).unwrap_err();
+        // A child subquery over people: its Name is a person's.
+        assert!(refused(
+            "SELECT Id, (SELECT Name FROM Contacts) FROM Account",
+            "Account"
+        ));
+        assert!(!refused(
+            "SELECT Id, Name, (SELECT Subject FROM Tasks) FROM Account",
+            "Account"
+        ));
+        let e = refuse_in_query("SELECT Name FROM Contact", "Contact", &[], &m).unwrap_err();
         assert!(e.contains("compound") && e.contains("lastname"), "{e}");
         assert!(refuse_fields("Contact", ["Email", "Name"], &m).is_err());
         assert!(refuse_fields("Account", ["Name"], &m).is_ok());

@@ -3,11 +3,12 @@
 //! paths are the ones this plugin's Salesforce tools send (and its egress policy lists).
 
 use super::client::{self as crmb_client};
-use super::ids::ApiName;
+use super::ids::{ApiName, SalesforceId};
 use crate::config::Config;
 use crate::error::{Crm, CrmProblem, ToolError};
 use crate::governance::crm::{
-    Candidate, CurrentValues, GovernedCrm, LOOKUP_LIMIT, path_and_body, unrecognised,
+    Candidate, CreatedWindow, CurrentValues, GovernedCrm, LOOKUP_BUDGET, LOOKUP_LIMIT,
+    path_and_body, unrecognised,
 };
 use crate::governance::target::{WriteKind, WriteTarget};
 use crate::http::{Method, Request, WriteMethod};
@@ -17,6 +18,43 @@ use serde_json::{Map, Value};
 
 /// Salesforce, governed.
 pub(crate) struct Salesforce;
+
+/// Where a page of the creation window ended: its last row's creation time and id.
+struct Keyset {
+    created_ms: u64,
+    /// Checked, so it goes into the query as written.
+    id: SalesforceId,
+}
+
+/// One page of the records created since `since_ms`, newest first, past `past` when given: a
+/// keyset on `CreatedDate, Id` rather than an OFFSET (at most 2,000) or a query locator, so
+/// the window is read whole however many records it holds ("Date Formats and Date Literals"
+/// for the literals, whole seconds:
+/// <https://developer.salesforce.com/docs/atlas.en-us.soql_sosl.meta/soql_sosl/sforce_api_calls_soql_select_dateformats.htm>).
+fn created_since_soql(
+    fields: &[String],
+    object: &ApiName,
+    since_ms: u64,
+    past: Option<&Keyset>,
+) -> String {
+    let literal = |ms: u64| crate::time::iso_utc(ms / 1000 * 1000).replace(".000Z", "Z");
+    let before = past
+        .map(|k| {
+            let at = literal(k.created_ms);
+            format!(
+                " AND (CreatedDate < {at} OR (CreatedDate = {at} AND Id < '{}'))",
+                k.id.as_str()
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        "SELECT {} FROM {} WHERE CreatedDate >= {}{before} ORDER BY CreatedDate DESC, Id DESC \
+         LIMIT {LOOKUP_LIMIT}",
+        fields.join(", "),
+        object.as_str(),
+        literal(since_ms),
+    )
+}
 
 /// Salesforce's field holding the user who last changed a record.
 const SALESFORCE_UPDATED_BY: &str = "LastModifiedById";
@@ -103,37 +141,51 @@ impl GovernedCrm for Salesforce {
         object: &str,
         created: &Map<String, Value>,
         since_ms: u64,
-    ) -> Result<Vec<Candidate>, ToolError> {
+    ) -> Result<CreatedWindow, ToolError> {
         let object = ApiName::parse(object).map_err(ToolError::invalid)?;
-        let mut fields = vec!["Id".to_string()];
+        let mut fields = vec!["Id".to_string(), "CreatedDate".to_string()];
         for name in created.keys() {
             let name = ApiName::parse(name).map_err(ToolError::invalid)?;
-            if !name.as_str().eq_ignore_ascii_case("Id") {
+            if !fields.iter().any(|f| f.eq_ignore_ascii_case(name.as_str())) {
                 fields.push(name.as_str().to_string());
             }
         }
-        // Whole seconds: SOQL's datetime literal (Date Formats and Date Literals).
-        let since = crate::time::iso_utc(since_ms / 1000 * 1000).replace(".000Z", "Z");
-        let soql = format!(
-            "SELECT {} FROM {} WHERE CreatedDate >= {since} ORDER BY CreatedDate DESC LIMIT {}",
-            fields.join(", "),
-            object.as_str(),
-            LOOKUP_LIMIT
-        );
         let subject = format!("{} records created since the write", object.as_str());
-        let page = crmb_client::lookup(session, &soql, &subject)?;
-        Ok(page
-            .records
-            .into_iter()
-            .filter_map(|mut record| {
-                let id = match record.remove("Id") {
-                    Some(Value::String(id)) => id,
-                    _ => return None,
+        let mut window = CreatedWindow::default();
+        let mut past: Option<Keyset> = None;
+        loop {
+            let soql = created_since_soql(&fields, &object, since_ms, past.as_ref());
+            let page = crmb_client::lookup(session, &soql, &subject)?;
+            let full = page.records.len() >= LOOKUP_LIMIT;
+            for mut record in page.records {
+                let Some(Value::String(id)) = record.remove("Id") else {
+                    continue;
                 };
                 record.remove("attributes");
-                Some(Candidate { id, values: record })
-            })
-            .collect())
+                let created_ms = record
+                    .get("CreatedDate")
+                    .and_then(Value::as_str)
+                    .and_then(crate::time::parse_iso_utc);
+                past = created_ms
+                    .zip(SalesforceId::parse(&id).ok())
+                    .map(|(created_ms, id)| Keyset { created_ms, id });
+                if !created
+                    .keys()
+                    .any(|k| k.eq_ignore_ascii_case("CreatedDate"))
+                {
+                    record.remove("CreatedDate");
+                }
+                window.candidates.push(Candidate { id, values: record });
+            }
+            if !full {
+                window.complete = true;
+                return Ok(window);
+            }
+            // A page without a readable last row cannot be continued: not read whole.
+            if past.is_none() || window.candidates.len() >= LOOKUP_BUDGET {
+                return Ok(window);
+            }
+        }
     }
 
     fn lookup_lag_ms(&self) -> u64 {

@@ -97,28 +97,52 @@ impl Locator {
     }
 }
 
-/// The opaque continuation token: `sfq1.{locator id}.{offset}.{query fingerprint}`. The
-/// fingerprint ties it to the query text, so a cursor cannot be replayed on another query.
+/// Where a cursor continues a query's rows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Position {
+    /// At Salesforce's query locator.
+    Locator(Locator),
+    /// Past the first `n` rows of the query run again: Salesforce answered up to 2,000 rows in
+    /// one batch with no `nextRecordsUrl` ("Execute a SOQL Query": a batch holds up to 2,000
+    /// records; `nextRecordsUrl` only while `done` is false,
+    /// <https://developer.salesforce.com/docs/atlas.en-us.api_rest.meta/api_rest/dome_query.htm>),
+    /// so the rows this answer did not show have no locator to continue at.
+    Skip(u64),
+}
+
+/// The opaque continuation token: `sfq1.{locator id}.{offset}.{query fingerprint}`, or
+/// `sfq1.skip.{rows}.{query fingerprint}`. The fingerprint ties it to the query text, so a
+/// cursor cannot be replayed on another query.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cursor {
-    locator: Locator,
+    position: Position,
     fingerprint: u64,
 }
 
 impl Cursor {
     fn new(locator: Locator, query: &ValidatedQuery) -> Self {
         Cursor {
-            locator,
+            position: Position::Locator(locator),
+            fingerprint: fingerprint(query.text()),
+        }
+    }
+
+    fn skipping(rows: u64, query: &ValidatedQuery) -> Self {
+        Cursor {
+            position: Position::Skip(rows),
             fingerprint: fingerprint(query.text()),
         }
     }
 
     /// The token given to the caller as `next_cursor`; [`Cursor::parse`] reads it back.
     pub fn encode(&self) -> String {
-        format!(
-            "sfq1.{}.{}.{:016x}",
-            self.locator.id, self.locator.offset, self.fingerprint
-        )
+        match &self.position {
+            Position::Locator(locator) => format!(
+                "sfq1.{}.{}.{:016x}",
+                locator.id, locator.offset, self.fingerprint
+            ),
+            Position::Skip(rows) => format!("sfq1.skip.{rows}.{:016x}", self.fingerprint),
+        }
     }
 
     /// Parses a cursor given back by the caller, for the same query.
@@ -133,10 +157,21 @@ impl Cursor {
         let ["sfq1", id, offset, hash] = parts.as_slice() else {
             return Err(malformed());
         };
-        let locator = Locator::parse_segment(&format!("{id}-{offset}")).ok_or_else(malformed)?;
+        let position = match *id {
+            "skip" => Position::Skip(
+                offset
+                    .parse()
+                    .ok()
+                    .filter(|n| *n <= u64::from(MAX_INLINE_RECORDS))
+                    .ok_or_else(malformed)?,
+            ),
+            _ => Position::Locator(
+                Locator::parse_segment(&format!("{id}-{offset}")).ok_or_else(malformed)?,
+            ),
+        };
         let fingerprint = u64::from_str_radix(hash, 16).map_err(|_| malformed())?;
         let cursor = Cursor {
-            locator,
+            position,
             fingerprint,
         };
         // Only the exact text `encode` wrote: `from_str_radix` and the offset parser also take
@@ -160,6 +195,8 @@ pub(crate) struct QueryRequest {
     max_records: u32,
     cursor: Option<Cursor>,
     layout: Layout,
+    /// Every row to a result file, however few.
+    to_file: bool,
 }
 
 /// How inline records are laid out.
@@ -196,7 +233,20 @@ impl QueryRequest {
             max_records,
             cursor,
             layout,
+            to_file: false,
         })
+    }
+
+    /// Asks for every row in a result file; a file starts at the first row, so not with a
+    /// cursor.
+    pub(crate) fn writing_to_file(mut self, to_file: bool) -> Result<Self, ToolError> {
+        if to_file && self.cursor.is_some() {
+            return Err(ToolError::invalid(
+                "to_file writes the whole result from its first row: leave out cursor",
+            ));
+        }
+        self.to_file = to_file;
+        Ok(self)
     }
 }
 
@@ -213,21 +263,35 @@ pub(crate) fn run(
         instance: instance.as_ref(),
         layout: request.layout,
     };
-    let (first, start) = match &request.cursor {
-        Some(cursor) => (
-            pager.fetch(session, Some(&cursor.locator))?,
-            Some(cursor.locator.clone()),
+    let (mut first, start, skipped) = match request.cursor.as_ref().map(|c| &c.position) {
+        Some(Position::Locator(locator)) => (
+            pager.fetch(session, Some(locator))?,
+            Some(locator.clone()),
+            0,
         ),
-        None => (pager.fetch(session, None)?, None),
+        Some(Position::Skip(rows)) => (pager.fetch(session, None)?, None, *rows),
+        None => (pager.fetch(session, None)?, None, 0),
     };
+    // A cursor past rows Salesforce gave in one batch: the same query again, those rows left
+    // out. Had the query since grown a locator, its first page is read as usual.
+    if skipped > 0 {
+        first.records.skip(skipped as usize);
+    }
+    if request.to_file && config.results.dir.is_none() {
+        return Err(ToolError::Unavailable(
+            "this workspace keeps no result files: leave out to_file and page through the rows \
+             with max_records and next_cursor"
+                .into(),
+        ));
+    }
     let to_file = request.cursor.is_none()
         && config.results.dir.is_some()
-        && first.total_size > config.results.file_threshold_records
+        && (request.to_file || first.total_size > config.results.file_threshold_records)
         && !first.records.is_empty();
     if to_file {
         pager.write_to_file(session, first)
     } else {
-        pager.inline(session, first, start, request.max_records)
+        pager.inline(session, first, start, skipped, request.max_records)
     }
 }
 
@@ -313,6 +377,7 @@ impl Pager<'_> {
         session: &mut Session<'_>,
         mut page: Page,
         mut current: Option<Locator>,
+        skipped: u64,
         max_records: u32,
     ) -> Result<QueryResult, ToolError> {
         let total = page.total_size;
@@ -320,7 +385,7 @@ impl Pager<'_> {
         let mut records = ObjectTexts::default();
         let mut bytes = 0usize;
         loop {
-            let start = current.as_ref().map_or(0, |l| l.offset);
+            let start = current.as_ref().map_or(skipped, |l| l.offset);
             let next = self.next_of(&page)?;
             let count = page.records.len();
             // How many of this page's records fit, and where the answer stops if not all do.
@@ -394,20 +459,17 @@ impl Pager<'_> {
     ) -> Result<QueryResult, ToolError> {
         let remaining = total.saturating_sub(through);
         let done = remaining == 0;
-        // A cursor and advice only for a result that goes on.
-        let next_cursor = resume
-            .filter(|_| !done)
-            .map(|locator| Cursor::new(locator, self.query).encode());
+        // A cursor and advice only for a result that goes on: at Salesforce's locator, or,
+        // when Salesforce gave the rows in one batch without one, past the rows shown.
+        let next_cursor = (!done).then(|| match resume {
+            Some(locator) => Cursor::new(locator, self.query).encode(),
+            None => Cursor::skipping(through, self.query).encode(),
+        });
         let how_to_get_the_rest = (!done).then(|| {
-            if next_cursor.is_some() {
-                format!(
-                    "stopped at {reason}: call again with the same query and next_cursor to get the next records"
-                )
-            } else {
-                format!(
-                    "stopped at {reason}: Salesforce gave no continuation for the rest; raise max_records (up to {MAX_INLINE_RECORDS}) or narrow the query with WHERE or LIMIT"
-                )
-            }
+            format!(
+                "stopped at {reason}: call again with the same query and next_cursor to get the \
+                 next records, or run it again with to_file to have every row written to a file"
+            )
         });
         let inline = InlineRecords {
             returned: records.len(),
@@ -449,7 +511,7 @@ impl Pager<'_> {
                 return Err(err);
             }
         };
-        session
+        let file_path = session
             .files()?
             .publish(&partial, &name)
             .map_err(|e| file_error(&name, e))?;
@@ -458,7 +520,7 @@ impl Pager<'_> {
             total_size: total,
             done: complete,
             rows: QueryRows::File(ResultFile {
-                file_path: result_file::shown_path(&self.config.results, &name),
+                file_path,
                 format: FileFormat::Jsonl,
                 record_count: count,
                 columns,

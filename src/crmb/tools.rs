@@ -14,7 +14,7 @@ use crate::http::{Request, WriteMethod};
 use crate::mapping::CreatedRecord;
 use crate::policy::ReadScope;
 use crate::proxy;
-use crate::tool::{CrmEffect, Session, Tool};
+use crate::tool::{CrmEffect, Session, Tool, capped};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -182,6 +182,12 @@ pub(crate) struct RunQueryInput {
     /// included), about a third fewer tokens for many records.
     #[serde(default)]
     pub layout: Layout,
+    /// true writes every row to a JSON Lines file in the workspace's results directory and
+    /// answers with file_path, record_count and a preview instead of records, however many
+    /// rows there are. Not with cursor. Default false (results over 5,000 rows go to a file
+    /// anyway).
+    #[serde(default)]
+    pub to_file: bool,
 }
 
 /// `crmb_run_soql_query`.
@@ -196,7 +202,7 @@ impl Tool for RunSoqlQuery {
         returns next_cursor (pass it back with the same query) and says how many are left. For \
         many records, layout table answers fields (column names, once) and rows (values in \
         that order) instead of records, with about a third fewer tokens. Very \
-        large results are written to a JSON Lines file instead: then file_path, record_count, \
+        large results (or any, with to_file) are written to a JSON Lines file instead: then file_path, record_count, \
         columns and a short preview come back, and no records. Use crmb_get_object_fields first \
         when unsure of field names.";
     const TITLE: &'static str = "Run a Salesforce SOQL query";
@@ -210,7 +216,8 @@ impl Tool for RunSoqlQuery {
             input.max_records,
             input.cursor.as_deref(),
             input.layout,
-        )?;
+        )?
+        .writing_to_file(input.to_file)?;
         query::run(request, session)
     }
 
@@ -219,9 +226,15 @@ impl Tool for RunSoqlQuery {
     fn reads(input: &RunQueryInput) -> ReadScope<'_> {
         ReadScope {
             soql: Some(&input.query),
-            records: Some(input.max_records.unwrap_or(0).into()),
+            records: input.max_records.map(Into::into),
             ..ReadScope::default()
         }
+    }
+
+    /// The cap binds the rows inline (a `LIMIT` in the query text asks Salesforce, not this
+    /// call), every page after a cursor, and a file through its record limit.
+    fn cap_records(input: &mut RunQueryInput, cap: u32) {
+        input.max_records = capped(input.max_records, query::DEFAULT_MAX_RECORDS, cap);
     }
 }
 

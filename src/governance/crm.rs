@@ -44,15 +44,18 @@ pub trait GovernedCrm: Sync {
 
     /// Records of `object` created since `since_ms` (milliseconds since the epoch), newest
     /// first, each with its values of `fields`: the candidates for a create whose outcome was
-    /// unknown. `created` are the values that create sent, which a CRM may use to narrow the
-    /// lookup (HubSpot: the contact's e-mail, the provenance marker).
+    /// unknown. Every page of the window is read (HubSpot until `paging` ends; Salesforce by a
+    /// keyset on `CreatedDate, Id`), up to [`LOOKUP_BUDGET`] records; the window says whether
+    /// it was read whole, for "never made" may only be said of a window read whole. `created`
+    /// are the values that create sent, which a CRM may use to narrow the lookup (HubSpot: the
+    /// contact's e-mail, the provenance marker).
     fn created_since(
         &self,
         session: &mut Session<'_>,
         object: &str,
         created: &Map<String, Value>,
         since_ms: u64,
-    ) -> Result<Vec<Candidate>, ToolError>;
+    ) -> Result<CreatedWindow, ToolError>;
 
     /// How long after a create the CRM's lookup may still miss it (HubSpot's search index
     /// lags; Salesforce's queries do not), in milliseconds.
@@ -74,8 +77,20 @@ pub struct Candidate {
     pub values: Map<String, Value>,
 }
 
-/// Most candidates one lookup reads.
+/// Candidates one page of a lookup asks for.
 pub const LOOKUP_LIMIT: usize = 100;
+
+/// Most candidates one lookup reads, over all its pages: past it, the outcome stays unknown.
+pub const LOOKUP_BUDGET: usize = 2_000;
+
+/// The records a CRM shows created since a write.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CreatedWindow {
+    /// Newest first.
+    pub candidates: Vec<Candidate>,
+    /// Whether every record of the window was read (`false`: the budget ran out first).
+    pub complete: bool,
+}
 
 /// The CRMs a build governs: the registry picks the implementation for each.
 pub trait CrmDirectory: 'static {

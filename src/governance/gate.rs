@@ -42,6 +42,8 @@ pub struct WriteGate {
     pub(crate) stopped: Option<Stopped>,
     /// The journal id of the write sent.
     pub(crate) change_id: Option<String>,
+    /// The fields the write sent carried (its target's), for what its error may say.
+    pub(crate) written: Vec<String>,
 }
 
 /// A write a preview stopped before the wire.
@@ -68,6 +70,7 @@ impl WriteGate {
             reverts: None,
             stopped: None,
             change_id: None,
+            written: Vec::new(),
         }
     }
 
@@ -155,6 +158,7 @@ impl WriteGuard for WriteGate {
             }
             None => {}
         }
+        self.written = target.fields.keys().cloned().collect();
         let entry = ChangeEntry {
             crm: target.crm,
             tool: self.tool.to_string(),

@@ -12,6 +12,8 @@ pub mod crm;
 mod current;
 mod gate;
 mod resolve;
+#[cfg(test)]
+mod resolve_tests;
 pub mod target;
 #[cfg(test)]
 mod tests;
@@ -97,7 +99,7 @@ pub(crate) fn call_write(
         let output = stopped.preview(name, root.path(), confirmation, confirm);
         return Ok(serde_json::to_string(&output).expect("a preview serialises"));
     }
-    let text = result?;
+    let text = result.map_err(|err| conceal_masked_conflict(err, &gate.written, session))?;
     if preview {
         return Err(ToolError::invalid(format!(
             "{name} made no write to preview for this input"
@@ -107,6 +109,30 @@ pub(crate) fn call_write(
         Some(id) => with_field(text, "change_id", &id),
         None => text,
     })
+}
+
+/// A conflict names the record that already holds a unique value the write carried (HubSpot's
+/// `existing_id`, "Existing ID: 123" in its words). When a masked field was among the values
+/// written, that would answer a lookup by a value the caller may not read (which record has
+/// this e-mail): the id and the CRM's words are withheld, and the error says why.
+fn conceal_masked_conflict(err: ToolError, written: &[String], session: &Session<'_>) -> ToolError {
+    let ToolError::CrmError(mut problem) = err else {
+        return err;
+    };
+    let Ok(config) = session.config() else {
+        return ToolError::CrmError(problem);
+    };
+    let masked = written.iter().find(|f| config.policy.is_masked(f));
+    if let (Some(field), Some(_)) = (masked, &problem.existing_id) {
+        problem.existing_id = None;
+        problem.messages.clear();
+        problem.hint = format!(
+            "A record already holds a unique value this create carried. {field} is masked in this \
+             workspace, so the record is not named: nothing was created. Ask the workspace admin, \
+             or look for the record in the CRM itself."
+        );
+    }
+    ToolError::CrmError(problem)
 }
 
 /// A JSON value as text with every object's keys in order, whatever map type serde_json was

@@ -68,8 +68,10 @@ impl<C: CrmDirectory> Tool for ResolveChange<C> {
         let governed = C::governed(change.entry.crm);
         let since = change.at_ms.saturating_sub(CLOCK_SKEW_MS);
         let created = &change.entry.new_values;
-        let candidates = governed.created_since(session, &change.entry.object, created, since)?;
-        let matching: Vec<String> = candidates
+        let window = governed.created_since(session, &change.entry.object, created, since)?;
+        let read = window.candidates.len();
+        let matching: Vec<String> = window
+            .candidates
             .into_iter()
             .filter(|c| carries(c, created))
             .map(|c| c.id)
@@ -93,6 +95,19 @@ impl<C: CrmDirectory> Tool for ResolveChange<C> {
                          little while to appear there: call crm_resolve_change again in \
                          {seconds} s. Do not create it again meanwhile.",
                         change.entry.object
+                    )));
+                }
+                // "Never made" only of a window read whole: a record past the pages read may
+                // be the one, and saying "failed" would invite the duplicate this prevents.
+                if !window.complete {
+                    return Err(ToolError::Unavailable(format!(
+                        "{read} {} records were created in {product} since the write and none \
+                         of those read carries its values, but more were created than one \
+                         lookup reads, so the outcome is still unknown: check in {product} \
+                         (records created since {}), or call crm_resolve_change again. Do not \
+                         create it again meanwhile.",
+                        change.entry.object,
+                        crate::time::iso_utc(since),
                     )));
                 }
                 settle(session, &change.id, ChangeStatus::Failed, None)?;

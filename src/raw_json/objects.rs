@@ -89,6 +89,24 @@ impl ObjectTexts {
         self.text.push(']');
     }
 
+    /// Drops the first `n` objects.
+    pub(crate) fn skip(&mut self, n: usize) {
+        if n == 0 {
+            return;
+        }
+        let mut rest = ObjectTexts::default();
+        if n < self.spans.len() {
+            let (first, last) = (&self.spans[n], &self.spans[self.spans.len() - 1]);
+            rest.text = format!("[{}]", &self.text[first.start..last.end]);
+            let shift = first.start - 1;
+            rest.spans = self.spans[n..]
+                .iter()
+                .map(|s| s.start - shift..s.end - shift)
+                .collect();
+        }
+        *self = rest;
+    }
+
     /// Adds the first `n` objects of `other` after these.
     pub(crate) fn extend_from(&mut self, other: &ObjectTexts, n: usize) {
         let taken = &other.spans[..n.min(other.spans.len())];

@@ -4,7 +4,7 @@
 //! and on `hs_timestamp` at or before the cursor, sorted by `hs_timestamp` descending. The
 //! searches are spaced as the export spaces them, under the search API's per-second limit.
 
-use super::{Cursor, Fetched, Item, LeftOut, preview};
+use super::{Cursor, Fetched, Item, LeftOut, Markup, preview};
 use crate::crma::client::{self, Call};
 use crate::crma::metadata::account::RecordLinks;
 use crate::crma::owner_names;
@@ -22,6 +22,8 @@ struct Kind {
     name: &'static str,
     title: Option<&'static str>,
     body: &'static str,
+    /// How the body is written: HTML for rich-text bodies, plain for `hs_email_text`.
+    markup: Markup,
     status: Option<&'static str>,
 }
 
@@ -32,6 +34,11 @@ fn kinds() -> [Kind; 5] {
         name,
         title,
         body,
+        markup: if body == "hs_email_text" {
+            Markup::Plain
+        } else {
+            Markup::Html
+        },
         status,
     };
     [
@@ -192,7 +199,7 @@ pub(super) fn fetch(
                     id: record.id.clone(),
                     time: crate::time::iso_utc(millis),
                     subject: kind.title.and_then(&text),
-                    preview: text(kind.body).and_then(|b| preview(&b)),
+                    preview: text(kind.body).and_then(|b| preview(&b, kind.markup)),
                     owner,
                     status: kind.status.and_then(&text),
                     url: link.clone(),

@@ -4,11 +4,13 @@
 //! due date, often empty); an Event's is its start. Each query asks for the newest items at
 //! or before the cursor, `want` at most.
 
-use super::{Cursor, Fetched, Item, preview};
+use super::{Cursor, Fetched, Item, Markup, preview};
 use crate::crmb::client::{self as crmb_client};
+use crate::crmb::compound::MASKED;
 use crate::crmb::ids::{ApiName, SalesforceId};
 use crate::crmb::record_url::InstanceUrl;
 use crate::error::ToolError;
+use crate::masking;
 use crate::tool::Session;
 use serde_json::{Map, Value};
 
@@ -55,7 +57,7 @@ fn soql(
         })
         .unwrap_or_default();
     format!(
-        "SELECT {} FROM {} WHERE (WhoId = '{id}' OR WhatId = '{id}'){before} ORDER BY {} DESC LIMIT {want}",
+        "SELECT {} FROM {} WHERE (WhoId = '{id}' OR WhatId = '{id}') AND IsDeleted = false{before} ORDER BY {} DESC LIMIT {want}",
         shown.join(", "),
         source.object,
         source.time
@@ -71,24 +73,27 @@ pub(super) fn fetch(
 ) -> Result<Vec<Fetched>, ToolError> {
     let config = session.config()?;
     let masked = |name: &str| config.policy.is_masked(name);
+    // The owner's name shows who the owner is (masked with OwnerId), and it is a compound of
+    // the owner's name parts: masked with any of them (`LastName`), as `Name` itself is.
+    let owner_masked = masked("OwnerId") || masking::person_name_masked(&config.policy.masked);
     let instance = InstanceUrl::if_known(session.ctx.instance_url.as_deref())?;
     let mut fetched = Vec::new();
     for source in &SOURCES {
         let shown: Vec<&str> = ["Id", source.time, "Subject", "Description", "Owner.Name"]
             .into_iter()
             .chain(source.status)
-            // The owner's name shows who the owner is: masked with OwnerId.
-            .filter(|name| !(masked(name) || name.starts_with("Owner.") && masked("OwnerId")))
+            .filter(|name| !(masked(name) || name.starts_with("Owner.") && owner_masked))
             .collect();
         let query = soql(source, id, cursor, want, &shown);
         let subject = format!("the {}s of {}", source.object, id.as_str());
-        let page = crmb_client::lookup(session, &query, &subject)?;
+        // Archived activities (older than about a year) are the record's history too.
+        let page = crmb_client::lookup_all(session, &query, &subject)?;
         let full = page.records.len() >= want;
         let object = ApiName::parse(source.object).map_err(ToolError::invalid)?;
         let items = page
             .records
             .into_iter()
-            .filter_map(|row| item(source, &row, instance.as_ref(), &object))
+            .filter_map(|row| item(source, &row, instance.as_ref(), &object, owner_masked))
             .collect();
         fetched.push(Fetched { items, full });
     }
@@ -101,6 +106,7 @@ fn item(
     row: &Map<String, Value>,
     instance: Option<&InstanceUrl>,
     object: &ApiName,
+    owner_masked: bool,
 ) -> Option<Item> {
     let text = |name: &str| {
         row.get(name)
@@ -110,11 +116,14 @@ fn item(
     };
     let id = text("Id")?;
     let millis = crate::time::parse_iso_utc(&text(source.time)?)?;
-    let owner = row
-        .get("Owner")
-        .and_then(|o| o.get("Name"))
-        .and_then(Value::as_str)
-        .map(str::to_string);
+    let owner = if owner_masked {
+        Some(MASKED.to_string())
+    } else {
+        row.get("Owner")
+            .and_then(|o| o.get("Name"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
     let url = match (instance, SalesforceId::parse(&id)) {
         (Some(instance), Ok(sf_id)) => Some(instance.record_url(object, &sf_id).to_string()),
         _ => None,
@@ -123,7 +132,8 @@ fn item(
         kind: source.name,
         time: crate::time::iso_utc(millis),
         subject: text("Subject"),
-        preview: text("Description").and_then(|d| preview(&d)),
+        // A Task's and an Event's Description is plain text: its `<` and `>` are words.
+        preview: text("Description").and_then(|d| preview(&d, Markup::Plain)),
         owner,
         status: source.status.and_then(text),
         url,

@@ -84,16 +84,13 @@ fn a_cursor_not_handed_out_is_refused_and_previews_are_short_plain_text() {
         assert!(Cursor::decode(bad).is_err(), "{bad:?}");
     }
     assert_eq!(
-        preview("<p>Kick-off&nbsp;went <b>well</b> &amp; fast</p>\n\n").as_deref(),
+        preview(
+            "<p>Kick-off&nbsp;went <b>well</b> &amp; fast</p>\n\n",
+            Markup::Html
+        )
+        .as_deref(),
         Some("Kick-off went well & fast")
     );
-    let long = "word ".repeat(100);
-    let shown = preview(&long).unwrap();
-    assert!(
-        shown.chars().count() <= PREVIEW_CHARS && shown.ends_with('…'),
-        "{shown}"
-    );
-    assert_eq!(preview("<br/>"), None);
 }
 
 /// A HubSpot portal with a note and a call on contact 51, and Salesforce with one Task and
@@ -133,7 +130,9 @@ impl Transport for Crms {
             json!({"results": [{"id": "101", "firstName": "Ana", "lastName": "Ruiz"}]})
         } else if path.ends_with("/account-info/v3/details") {
             json!({"portalId": 62515, "uiDomain": "app.hubspot.com"})
-        } else if path.ends_with("/query") {
+        } else if path.ends_with("/queryAll") {
+            // Only `queryAll` answers a record's archived Tasks and Events ("QueryAll", REST API
+            // Developer Guide); a timeline read through `/query` would lose them unsaid.
             let q = url
                 .query_pairs()
                 .find(|(k, _)| k == "q")
@@ -312,8 +311,8 @@ fn a_salesforce_records_tasks_and_events_merged_with_links() {
     assert_eq!(
         crms.queries[0],
         "SELECT Id, CreatedDate, Subject, Description, Owner.Name, Status FROM Task WHERE \
-         (WhoId = '0035gA000000001ABA' OR WhatId = '0035gA000000001ABA') ORDER BY CreatedDate \
-         DESC LIMIT 5"
+         (WhoId = '0035gA000000001ABA' OR WhatId = '0035gA000000001ABA') AND IsDeleted = false \
+         ORDER BY CreatedDate DESC LIMIT 5"
     );
     // The next page asks for what is at or before the last item shown.
     let mut crms = Crms::default();

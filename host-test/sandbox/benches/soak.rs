@@ -4,7 +4,10 @@
 //! bodies at random, and one tenant's component is swapped mid-run.
 //!
 //! One create in twenty is applied and then times out (outcome unknown), and the caller does
-//! what a model would: it tries the same create again at once.
+//! what a model would: it tries the same create again at once, and when that is refused it
+//! calls `crm_resolve_change`, and creates again only when told the create failed. The org
+//! answers the lookup with a full page of records that do not match before the one that does,
+//! so a resolve that stopped at the first page would say "failed" and invite a duplicate.
 //!
 //! It prints calls per second, latency p50/p99, peak host memory, and the counts that must be
 //! zero: requests carrying another tenant's credential, answers carrying another tenant's data,
@@ -56,8 +59,28 @@ struct BrokerTally {
     requests: AtomicU64,
     /// Each write's unique marker → times it reached the broker.
     writes: Mutex<HashMap<String, u32>>,
-    /// Each create's subject → records made with it (a create that reached the broker).
+    /// Each create's subject → records made with it (a create the org applied: answered, or
+    /// answered late or cut off; not one refused with 503 or 429 or reset before an answer).
     creates: Mutex<HashMap<String, u32>>,
+    /// Each tenant's applied creates' subjects, oldest first: what its org's lookups find.
+    made: Mutex<HashMap<usize, Vec<String>>>,
+}
+
+impl BrokerTally {
+    fn applied(&self, tenant: usize, subject: &str) {
+        *self
+            .creates
+            .lock()
+            .unwrap()
+            .entry(subject.to_string())
+            .or_default() += 1;
+        self.made
+            .lock()
+            .unwrap()
+            .entry(tenant)
+            .or_default()
+            .push(subject.to_string());
+    }
 }
 
 /// The stub broker: tenant `t` lives at `broker-t{t}.example.com` with credential `cred-t{t}`.
@@ -75,6 +98,7 @@ fn broker(tally: Arc<BrokerTally>, dice: Arc<Dice>) -> StubBackend {
             tally.foreign_credentials.fetch_add(1, Ordering::Relaxed);
         }
         let method = request.method.as_str();
+        let mut created = None;
         if method == "POST" || method == "PATCH" {
             let body = request.body_json();
             let key = body["Subject"]
@@ -83,20 +107,28 @@ fn broker(tally: Arc<BrokerTally>, dice: Arc<Dice>) -> StubBackend {
                 .unwrap_or("?")
                 .to_string();
             if method == "POST" {
-                *tally
-                    .creates
-                    .lock()
-                    .unwrap()
-                    .entry(key.clone())
-                    .or_default() += 1;
+                created = Some(key.clone());
             }
             *tally.writes.lock().unwrap().entry(key).or_default() += 1;
         }
-        let answer = honest_answer(tenant, request);
+        let answer = match created_lookup(request) {
+            Some(past) => lookup_answer(&tally, tenant, past),
+            None => honest_answer(tenant, request),
+        };
         let roll = dice.roll();
+        let applied = |tally: &BrokerTally| {
+            if let Some(subject) = &created {
+                tally.applied(tenant, subject);
+            }
+        };
         if method == "POST" && roll % 20 == 7 {
             // Applied, then no answer within the tenant's timeout: the outcome is unknown.
+            applied(&tally);
             return Reply::Delay(Duration::from_millis(400), Box::new(answer));
+        }
+        if !(0..=69).contains(&roll) {
+            // Answered (late or cut off included): the org made the record.
+            applied(&tally);
         }
         match roll {
             0..=29 => Reply::json(
@@ -115,6 +147,52 @@ fn broker(tally: Arc<BrokerTally>, dice: Arc<Dice>) -> StubBackend {
             _ => answer,
         }
     })
+}
+
+/// A `crm_resolve_change` lookup (records created since a write, newest first, keyset-paged):
+/// `Some(false)` for its first page, `Some(true)` for a page past a keyset.
+fn created_lookup(request: &Recorded) -> Option<bool> {
+    let query = request
+        .uri
+        .query()
+        .and_then(|q| url::form_urlencoded::parse(q.as_bytes()).find(|(k, _)| k == "q"))
+        .map(|(_, v)| v.into_owned())?;
+    query
+        .contains("WHERE CreatedDate >=")
+        .then(|| query.contains(" AND Id < '"))
+}
+
+/// The org's answer to a lookup: a full first page of Tasks that match no create, then the
+/// tenant's created Tasks (the newest 99), as an org busy with other users' work answers.
+fn lookup_answer(tally: &BrokerTally, tenant: usize, past: bool) -> Reply {
+    let row = |i: usize, subject: &str, second: u64| {
+        let at = format!(
+            "2026-11-21T09:{:02}:{:02}.000+0000",
+            59 - second / 60 % 60,
+            59 - second % 60
+        );
+        json!({"attributes": {"type": "Task", "url": "/x"}, "Id": format!("00T{tenant:03}{i:09}AAA"),
+               "CreatedDate": at, "Subject": subject})
+    };
+    let records: Vec<Value> = if past {
+        let made = tally.made.lock().unwrap();
+        let subjects = made.get(&tenant).map(Vec::as_slice).unwrap_or_default();
+        subjects
+            .iter()
+            .rev()
+            .take(99)
+            .enumerate()
+            .map(|(i, s)| row(500_000 + i, s, 200 + i as u64))
+            .collect()
+    } else {
+        (0..100)
+            .map(|i| row(i, &format!("another user's task {i}"), i as u64))
+            .collect()
+    };
+    Reply::json(
+        200,
+        json!({"totalSize": records.len(), "done": true, "records": records}),
+    )
 }
 
 /// Half the body of a good answer.
@@ -187,6 +265,11 @@ struct CallerTally {
     unknown_creates: AtomicU64,
     /// Of those second tries, the ones refused before anything was sent.
     retries_refused: AtomicU64,
+    /// `crm_resolve_change` then: found the record, said it was never made (and the create
+    /// was made again), or could not tell (a fault, or still unknown).
+    resolved_applied: AtomicU64,
+    resolved_failed: AtomicU64,
+    unresolved: AtomicU64,
     latencies_us: Mutex<Vec<u64>>,
 }
 
@@ -222,6 +305,25 @@ fn request(tenant: usize, n: u64) -> CallRequest {
         instance_url: Some(format!("https://tenant{tenant}.my.salesforce.com")),
         tool: tool.into(),
         input: input.to_string(),
+    }
+}
+
+/// The change id an outcome-unknown create's error names ("Its change_id is chg-...").
+fn change_id(message: &str) -> Option<String> {
+    let at = message.find("change_id is ")? + "change_id is ".len();
+    let id: String = message[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_'))
+        .collect();
+    (!id.is_empty()).then_some(id)
+}
+
+/// `crm_resolve_change` for a tenant's change.
+fn resolve(tenant: usize, change: &str) -> CallRequest {
+    CallRequest {
+        tool: "crm_resolve_change".into(),
+        input: json!({"change_id": change}).to_string(),
+        ..request(tenant, 0)
     }
 }
 
@@ -314,6 +416,31 @@ fn main() {
                                     && e.message().contains("crm_resolve_change") =>
                             {
                                 tally.retries_refused.fetch_add(1, Ordering::Relaxed);
+                                // As the refusal says: resolve it, and create again only if
+                                // the create failed.
+                                let change = match &result {
+                                    Err(CallError::Tool(e)) => change_id(&e.message()),
+                                    _ => None,
+                                };
+                                if let Some(change) = change {
+                                    let resolved = host
+                                        .call(resolve(tenant, &change))
+                                        .await
+                                        .ok()
+                                        .and_then(|o| serde_json::from_str::<Value>(&o).ok());
+                                    match resolved.as_ref().and_then(|o| o["outcome"].as_str()) {
+                                        Some("applied") => {
+                                            tally.resolved_applied.fetch_add(1, Ordering::Relaxed);
+                                        }
+                                        Some("failed") => {
+                                            tally.resolved_failed.fetch_add(1, Ordering::Relaxed);
+                                            let _ = host.call(request(tenant, n)).await;
+                                        }
+                                        _ => {
+                                            tally.unresolved.fetch_add(1, Ordering::Relaxed);
+                                        }
+                                    }
+                                }
                             }
                             other => {
                                 if std::env::var_os("SOAK_DEBUG").is_some() {
@@ -407,6 +534,14 @@ fn main() {
          resolved",
         tally.unknown_creates.load(Ordering::Relaxed),
         tally.retries_refused.load(Ordering::Relaxed)
+    );
+    println!(
+        "soak: crm_resolve_change after each refusal, the org answering a page of other records \
+         first: {} found the record, {} said it was never made (and it was created again), {} \
+         could not tell yet",
+        tally.resolved_applied.load(Ordering::Relaxed),
+        tally.resolved_failed.load(Ordering::Relaxed),
+        tally.unresolved.load(Ordering::Relaxed)
     );
     println!(
         "soak: must be zero: foreign credentials {foreign_credentials}, foreign data {foreign_data}, \

@@ -123,6 +123,15 @@ impl SandboxCrm {
         Some(data.seed_deals(count, label))
     }
 
+    /// Sets a sandbox tenant's Salesforce query batch (rows a page before `nextRecordsUrl`;
+    /// Salesforce's default is 2,000): tests of paging use small pages.
+    pub fn set_salesforce_batch_size(&self, tenant: &str, rows: usize) {
+        if let Some(dataset) = self.by_credential.get(&credential_value(tenant)) {
+            let mut data = dataset.salesforce.lock().unwrap_or_else(|e| e.into_inner());
+            data.set_batch_size(rows);
+        }
+    }
+
     /// A tenant registration pointing at the sandbox, with the sandbox's credential for it.
     pub fn tenant_spec(tenant: &str) -> TenantSpec {
         TenantSpec {

@@ -92,7 +92,6 @@ impl SalesforceData {
     }
 
     /// Rows per query page (Salesforce's batch size); tests use small pages.
-    #[cfg(test)]
     pub fn set_batch_size(&mut self, rows: usize) {
         self.batch = rows.max(1);
     }
@@ -112,7 +111,8 @@ impl SalesforceData {
                 "METHOD_NOT_ALLOWED",
                 "HTTP Method 'DELETE' not allowed: the sandbox never deletes",
             ),
-            ("GET", ["query"]) => match param(query, "q") {
+            // queryAll answers archived and deleted rows too; the sandbox has neither.
+            ("GET", ["query" | "queryAll"]) => match param(query, "q") {
                 Some(soql) => self.query(version, &soql),
                 None => error(400, "MALFORMED_QUERY", "the q parameter is missing"),
             },
@@ -143,6 +143,8 @@ impl SalesforceData {
     fn field_names(&self, object: &str) -> Vec<String> {
         let mut names: Vec<String> = [
             "Id",
+            "IsDeleted",
+            "IsArchived",
             "CreatedById",
             "CreatedDate",
             "LastModifiedById",

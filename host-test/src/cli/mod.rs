@@ -112,8 +112,9 @@ enum Command {
         /// follow it. Required unless listening on loopback.
         #[arg(long)]
         public_url: Option<Url>,
+        // Boxed: the limits are most of the variant, which would make every command as large.
         #[command(flatten)]
-        limits: ServeLimits,
+        limits: Box<ServeLimits>,
     },
     /// The fleet's tenants registry in the PostgreSQL --store: every host serving it applies a
     /// change within a second.

@@ -8,6 +8,7 @@ use super::{
 use crate::Host;
 use crate::backend::Backend;
 use crate::mcp::admin::{Admin, Credentials};
+use crate::mcp::http::limits::{DEFAULT_IN_FLIGHT_PER_PRINCIPAL, DEFAULT_TASKS_PER_PRINCIPAL};
 use crate::mcp::http::{self as mcp_http, Gate, MCP_PATH};
 use crate::mcp::tenants::{SharedTokens, TenantsFile};
 use crate::metrics::Metrics;
@@ -17,31 +18,75 @@ use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 use url::Url;
 
-/// What `crm-host serve` bounds, so that no client can stop it for the others.
+/// What `crm-host serve` bounds, so that no client can stop it for the others. Each flag can
+/// also be set by its environment variable.
 #[derive(Debug, Clone, Args)]
 pub(super) struct ServeLimits {
     /// Most connections open at once (lowered to fit the open-files limit).
-    #[arg(long, default_value_t = 1024)]
+    #[arg(long, env = "CRM_HOST_MAX_CONNECTIONS", default_value_t = 1024)]
     max_connections: usize,
     /// Seconds a new connection has to send its first request's headers.
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, env = "CRM_HOST_HEADER_TIMEOUT_SECONDS", default_value_t = 10)]
     header_timeout_seconds: u64,
     /// Seconds a connection may sit with no request in flight.
-    #[arg(long, default_value_t = 60)]
+    #[arg(long, env = "CRM_HOST_IDLE_TIMEOUT_SECONDS", default_value_t = 60)]
     idle_timeout_seconds: u64,
     /// Seconds an MCP session may sit unused before it is closed.
-    #[arg(long, default_value_t = 600)]
+    #[arg(long, env = "CRM_HOST_SESSION_IDLE_SECONDS", default_value_t = 600)]
     session_idle_seconds: u64,
     /// Sessions one principal (tenant, user, token issuer) may hold; past it, its least
     /// recently used session is closed.
-    #[arg(long, default_value_t = 32)]
+    #[arg(
+        long,
+        env = "CRM_HOST_MAX_SESSIONS_PER_PRINCIPAL",
+        default_value_t = 32
+    )]
     max_sessions_per_principal: usize,
     /// Requests a second one principal may send, sustained.
-    #[arg(long, default_value_t = 20.0)]
+    #[arg(long, env = "CRM_HOST_RATE_PER_SECOND", default_value_t = 20.0)]
     rate_per_second: f64,
     /// Requests one principal may send in a burst.
-    #[arg(long, default_value_t = 100.0)]
+    #[arg(long, env = "CRM_HOST_RATE_BURST", default_value_t = 100.0)]
     rate_burst: f64,
+    /// Seconds a request body has to arrive, plus one for every --body-min-bytes-per-second
+    /// bytes received; a slower body is cut off with 408.
+    #[arg(long, env = "CRM_HOST_BODY_TIMEOUT_SECONDS", default_value_t = 10)]
+    body_timeout_seconds: u64,
+    /// The slowest rate, in bytes a second, at which a request body may keep arriving.
+    #[arg(
+        long,
+        env = "CRM_HOST_BODY_MIN_BYTES_PER_SECOND",
+        default_value_t = 500
+    )]
+    body_min_bytes_per_second: u64,
+    /// Requests one principal may have in flight at once (a streamed answer counts until it
+    /// ends); never more than a quarter of --max-connections. Past it, 429.
+    #[arg(
+        long,
+        env = "CRM_HOST_MAX_REQUESTS_PER_PRINCIPAL",
+        default_value_t = DEFAULT_IN_FLIGHT_PER_PRINCIPAL
+    )]
+    max_requests_per_principal: usize,
+    /// Exports one principal may run as tasks at once; past it the call is refused with a
+    /// message to wait.
+    #[arg(
+        long,
+        env = "CRM_HOST_MAX_TASKS_PER_PRINCIPAL",
+        default_value_t = DEFAULT_TASKS_PER_PRINCIPAL
+    )]
+    max_tasks_per_principal: usize,
+    /// Failed authentications (a bearer token presented and refused) one address may make in
+    /// --auth-failure-window-seconds; past it every request from there that needs a token is
+    /// answered 429 until the window ends, without its token being checked. 0 turns it off.
+    #[arg(long, env = "CRM_HOST_AUTH_FAILURES_PER_SOURCE", default_value_t = 30)]
+    auth_failures_per_source: u32,
+    /// The window of --auth-failures-per-source, in seconds.
+    #[arg(
+        long,
+        env = "CRM_HOST_AUTH_FAILURE_WINDOW_SECONDS",
+        default_value_t = 60
+    )]
+    auth_failure_window_seconds: u64,
 }
 
 impl ServeLimits {
@@ -61,6 +106,16 @@ impl ServeLimits {
             rate: mcp_http::RateLimit {
                 per_second: self.rate_per_second.max(0.01),
                 burst: self.rate_burst.max(1.0),
+            },
+            body: mcp_http::BodyLimits {
+                timeout: Duration::from_secs(self.body_timeout_seconds.max(1)),
+                min_bytes_per_second: self.body_min_bytes_per_second.max(1),
+            },
+            max_in_flight_per_principal: self.max_requests_per_principal.max(1),
+            max_tasks_per_principal: self.max_tasks_per_principal.max(1),
+            auth_failures: mcp_http::AuthFailureLimit {
+                max_failures: self.auth_failures_per_source,
+                window: Duration::from_secs(self.auth_failure_window_seconds.max(1)),
             },
             ..mcp_http::ServerLimits::default()
         }

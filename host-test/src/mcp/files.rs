@@ -1,13 +1,14 @@
 //! A tenant's result files over MCP: listed and read as resources (`crm-results://files/…`,
 //! size-capped), and paged through by the read-only `crm_read_result_file` tool, for clients
-//! that cannot read resources or files. Only the session's own tenant's directory is reached,
-//! and only by plain file names.
+//! that cannot read resources or files. Only the session's own user's files are reached (a
+//! result belongs to the user who made it: [`ResultOwner`]), and only by plain file names.
 
 use super::Principal;
 use super::convert::{NDJSON, RESULTS_URI_PREFIX, tool_error};
 use crate::answer_form::AnswerForm;
 use crate::files::path_in;
 use crate::host::Host;
+use crate::tenant_db::ResultOwner;
 use rmcp::ErrorData as McpError;
 use rmcp::model::{
     CallToolResult, ContentBlock, ReadResourceResult, Resource, ResourceContents, Tool,
@@ -54,10 +55,19 @@ fn policy(
         .map_err(|e| McpError::internal_error(e.to_string(), None))
 }
 
+/// The principal's own results directory (inside the tenant's).
 fn dir(host: &Host, principal: &Principal) -> Result<PathBuf, McpError> {
-    host.results_dir(&principal.tenant_id)
+    let tenant_dir = host
+        .results_dir(&principal.tenant_id)
         .map_err(|e| McpError::internal_error(e.to_string(), None))?
-        .ok_or_else(|| McpError::resource_not_found("this workspace keeps no result files", None))
+        .ok_or_else(|| {
+            McpError::resource_not_found("this workspace keeps no result files", None)
+        })?;
+    Ok(owner(principal).dir_in(&tenant_dir))
+}
+
+fn owner(principal: &Principal) -> ResultOwner {
+    principal.owner()
 }
 
 /// A resource-not-found error naming the URI (as the MCP spec's example shows it in `data`).
@@ -84,7 +94,7 @@ pub fn list(host: &Host, principal: &Principal) -> Result<Vec<rmcp::model::Resou
         .mappings(&principal.tenant_id)
         .map_err(|e| McpError::internal_error(e.to_string(), None))?;
     let kept = store
-        .result_file_names()
+        .result_file_names(&owner(principal))
         .map_err(|e| McpError::internal_error(e.to_string(), None))?;
     names.extend(kept.into_iter().filter(|n| n.ends_with(".jsonl")));
     names.sort();
@@ -117,8 +127,10 @@ fn file(host: &Host, principal: &Principal, uri: &str) -> Result<PathBuf, McpErr
         let store = host
             .mappings(&principal.tenant_id)
             .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+        crate::private_fs::create_dir_all(&dir)
+            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
         if !store
-            .fetch_result_file(name, &dir)
+            .fetch_result_file(&owner(principal), name, &dir)
             .map_err(|e| McpError::internal_error(e.to_string(), None))?
         {
             return Err(not_found(uri));

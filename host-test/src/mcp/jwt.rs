@@ -108,10 +108,17 @@ impl Provider {
     /// The tenant and user a token acts for, if this provider signed it, it is valid now, and
     /// it names a tenant this provider is bound to.
     pub async fn verify(&self, token: &str) -> Option<Claimed> {
+        let header = jsonwebtoken::decode_header(token).ok()?;
+        // RFC 7515 section 4.1.11: a token whose `crit` lists extensions the recipient does not
+        // understand is invalid, and this server understands none (an empty list is invalid
+        // too: producers must not send one).
+        if header.crit.is_some() {
+            return None;
+        }
         let claims = match &self.keys {
             KeySource::Fixed(key) => self.decode(token, key)?,
             KeySource::Jwks(jwks) => {
-                let kid = jsonwebtoken::decode_header(token).ok()?.kid?;
+                let kid = header.kid?;
                 let key = jwks.key(&kid).await?;
                 self.decode(token, &key)?
             }

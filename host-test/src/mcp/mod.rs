@@ -12,6 +12,7 @@ pub mod files;
 pub mod http;
 pub mod jwt;
 pub mod stdio;
+pub mod task_cap;
 pub mod tasks;
 pub mod tenants;
 
@@ -62,6 +63,19 @@ pub struct Principal {
     pub authority: Authority,
 }
 
+impl Principal {
+    /// Who this principal's results, tasks and sessions belong to: one notion everywhere. The
+    /// operator's users (stdio, the tenants file's tokens) share one namespace; a provider's
+    /// subjects are the provider's own.
+    pub fn owner(&self) -> crate::tenant_db::ResultOwner {
+        use crate::tenant_db::ResultOwner;
+        match &self.authority {
+            Authority::Provider(issuer) => ResultOwner::vouched_by(issuer, &self.user_id),
+            Authority::Process | Authority::Token(_) => ResultOwner::of(&self.user_id),
+        }
+    }
+}
+
 /// What vouched for a [`Principal`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum Authority {
@@ -83,6 +97,9 @@ pub struct McpServer {
     /// the tasks it started end with it.
     _alive: Arc<tokio_util::sync::DropGuard>,
     ended: tokio_util::sync::CancellationToken,
+    /// How many tasks each principal may run at once; over HTTP one cap shared by every
+    /// session ([`McpServer::with_task_cap`]).
+    task_cap: Arc<task_cap::TaskCap>,
 }
 
 impl McpServer {
@@ -104,7 +121,16 @@ impl McpServer {
             fixed,
             _alive: Arc::new(ended.clone().drop_guard()),
             ended,
+            task_cap: Arc::new(task_cap::TaskCap::new(
+                http::limits::DEFAULT_TASKS_PER_PRINCIPAL,
+            )),
         }
+    }
+
+    /// Counts this server's tasks against `cap`, which other servers (sessions) share.
+    pub fn with_task_cap(mut self, cap: Arc<task_cap::TaskCap>) -> Self {
+        self.task_cap = cap;
+        self
     }
 
     fn principal(&self, extensions: &rmcp::model::Extensions) -> Result<Principal, McpError> {
@@ -328,7 +354,7 @@ impl ServerHandler for McpServer {
                 .peer_info()
                 .is_some_and(|info| info.capabilities.supports_tasks());
         if tasks::runs_as_task(&request.name, &input, client_has_tasks) {
-            return Ok(tasks::start(self.host.clone(), &principal, call).into());
+            return Ok(self.task_cap.start(&self.host, &principal, call));
         }
         let cancelled = context.ct.clone();
         // A client that sent a progressToken hears how an export, sync or long query goes.
@@ -347,6 +373,7 @@ impl ServerHandler for McpServer {
                 crate::host::CallOptions {
                     progress,
                     time_limit: None,
+                    owner: Some(principal.owner()),
                 },
             )
             .await;

@@ -29,12 +29,13 @@ pub(crate) fn runs_as_task(tool: &str, input: &Value, client_has_tasks: bool) ->
 
 /// Starts `call` as a task of `principal`'s and answers with it.
 pub(crate) fn start(host: Arc<Host>, principal: &Principal, call: CallRequest) -> CreateTaskResult {
-    let (id, task) = host.tasks().open(&principal.tenant_id, &principal.user_id);
+    let (id, task) = host.tasks().open(&principal.tenant_id, principal.owner());
     let cancelled = task.cancellation();
     let reporting = task.clone();
     let options = CallOptions {
         progress: Some(Arc::new(move |done, total| reporting.progress(done, total))),
         time_limit: Some(TASK_TIME_LIMIT),
+        owner: Some(principal.owner()),
     };
     let running = task.clone();
     tokio::spawn(async move {
@@ -73,9 +74,18 @@ pub(crate) fn get(
     let snapshot = task.snapshot();
     let payload = match &snapshot.outcome {
         Outcome::Working => TaskPayload::Working,
-        Outcome::Completed(result) => TaskPayload::Completed {
-            result: result.as_object().cloned().unwrap_or_default(),
-        },
+        Outcome::Completed(result) => {
+            // Masked by the policy in force now, not the one the answer was made under: a
+            // field masked since is not shown from a kept answer either.
+            let policy = host
+                .policy(&principal.tenant_id)
+                .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+            let mut result = result.clone();
+            policy.mask_call_result(&mut result);
+            TaskPayload::Completed {
+                result: result.as_object().cloned().unwrap_or_default(),
+            }
+        }
         Outcome::Failed(why) => TaskPayload::Failed {
             error: serde_json::json!({"code": -32603, "message": why})
                 .as_object()
@@ -106,7 +116,7 @@ fn owned(
     id: &str,
 ) -> Result<Arc<crate::tasks::Task>, McpError> {
     host.tasks()
-        .find(id, &principal.tenant_id, &principal.user_id)
+        .find(id, &principal.tenant_id, &principal.owner())
         .ok_or_else(|| McpError::invalid_params(format!("there is no task {id:?}"), None))
 }
 

@@ -88,6 +88,12 @@ pub struct JwtIssuer {
     pub user_claim: String,
     /// CRM A scopes granted to its users [default: the server's].
     pub scopes: Option<Vec<String>>,
+    /// Whether anyone may learn this issuer from the unauthenticated protected-resource
+    /// metadata (RFC 9728 `authorization_servers`) [default: false]. A provider bound to one
+    /// customer's tenants names that customer (`https://acme.okta.com`), which a stranger has
+    /// no business learning; turn it on for the sign-in every client is meant to discover.
+    #[serde(default)]
+    pub advertised: bool,
 }
 
 /// Clock skew tolerated on a provider's `exp` and `nbf` unless its table says otherwise.
@@ -196,6 +202,8 @@ pub struct TokenTable {
     providers: Vec<(Provider, Vec<String>)>,
     /// Each listed tenant's Salesforce org URL, for principals from signed tokens.
     tenants: HashMap<String, Option<String>>,
+    /// The issuers the operator lets anyone learn (`advertised = true`).
+    advertised: Vec<String>,
 }
 
 /// The token in an `Authorization` header: the `Bearer` scheme, in any case (RFC 7235,
@@ -320,10 +328,17 @@ impl TenantsFile {
             .iter()
             .map(|t| (t.id.clone(), instance_url(t)))
             .collect();
+        let advertised = self
+            .jwt
+            .iter()
+            .filter(|issuer| issuer.advertised)
+            .map(|issuer| issuer.issuer.clone())
+            .collect();
         Ok(TokenTable {
             by_hash,
             providers,
             tenants,
+            advertised,
         })
     }
 }
@@ -415,11 +430,10 @@ impl TokenTable {
     }
 
     /// The issuers of the providers, for the protected-resource metadata.
+    /// Only those the operator marked `advertised`: the metadata is public, and a tenant's
+    /// own provider would tell a stranger who the tenants are.
     pub fn issuers(&self) -> Vec<String> {
-        self.providers
-            .iter()
-            .map(|(p, _)| p.issuer.clone())
-            .collect()
+        self.advertised.clone()
     }
 }
 

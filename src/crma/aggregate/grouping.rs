@@ -60,9 +60,18 @@ impl Function {
 pub(crate) struct Metric {
     pub(crate) function: Function,
     pub(crate) property: PropertyName,
+    /// The property whose values are computed when it is not `property` itself: a deal's
+    /// `amount_in_home_currency` for `amount` in an account with several currencies, so a sum
+    /// never adds euros to dollars. The answer still names the metric as asked.
+    pub(crate) reads: Option<PropertyName>,
 }
 
 impl Metric {
+    /// The property whose values the metric computes.
+    pub(crate) fn read(&self) -> &PropertyName {
+        self.reads.as_ref().unwrap_or(&self.property)
+    }
+
     /// How the input and the answer spell it: `sum:amount`.
     pub(crate) fn spelling(&self) -> String {
         format!("{}:{}", self.function.as_str(), self.property.as_str())
@@ -141,7 +150,7 @@ pub(crate) struct Tally {
 
 impl Tally {
     pub(crate) fn new(dimensions: Vec<Dimension>, metrics: Vec<Metric>) -> Self {
-        let mut numeric: Vec<PropertyName> = metrics.iter().map(|m| m.property.clone()).collect();
+        let mut numeric: Vec<PropertyName> = metrics.iter().map(|m| m.read().clone()).collect();
         numeric.sort();
         numeric.dedup();
         let totals = Cell {
@@ -230,7 +239,7 @@ impl Tally {
             .map(|metric| {
                 let at = self
                     .numeric
-                    .binary_search(&metric.property)
+                    .binary_search(metric.read())
                     .expect("every metric's property is tallied");
                 let value = cell.figures[at].value(metric.function);
                 (

@@ -52,6 +52,20 @@ struct Portal {
     paths: Vec<String>,
     searches: usize,
     clock: u64,
+    /// The account's currencies besides USD (`additionalCurrencies`).
+    additional: Vec<&'static str>,
+}
+
+/// A deal's amount in the company currency, as HubSpot's `amount_in_home_currency` holds it:
+/// here every odd deal is in a currency worth two dollars.
+fn home_amount(deal: &Deal) -> Option<String> {
+    let amount = Decimal::parse(deal.amount.as_ref()?).unwrap();
+    let home = if deal.id % 2 == 1 {
+        amount.checked_add(amount).unwrap()
+    } else {
+        amount
+    };
+    Some(home.to_string())
 }
 
 impl Portal {
@@ -61,6 +75,7 @@ impl Portal {
             paths: Vec::new(),
             searches: 0,
             clock: 1_795_253_400_000,
+            additional: Vec::new(),
         }
     }
 
@@ -98,6 +113,7 @@ impl Portal {
                         "dealstage" => json!(d.stage),
                         "hubspot_owner_id" => json!(d.owner),
                         "amount" => json!(d.amount),
+                        "amount_in_home_currency" => json!(home_amount(d)),
                         "closedate" => json!(d.closedate),
                         other => panic!("asked for {other}"),
                     };
@@ -158,6 +174,7 @@ impl Transport for Portal {
                 {"id": "202", "email": "bo@example.com", "firstName": "", "lastName": null, "archived": false}]})
         } else if tail.ends_with("account-info/v3/details") {
             json!({"portalId": 62515, "timeZone": "US/Eastern", "companyCurrency": "USD",
+                   "additionalCurrencies": self.additional,
                    "uiDomain": "app.hubspot.com", "utcOffset": "-05:00"})
         } else {
             panic!("unexpected request {path}")
@@ -197,6 +214,47 @@ fn exact_sum<'a>(amounts: impl Iterator<Item = &'a String>) -> String {
             s.checked_add(Decimal::parse(a).unwrap()).unwrap()
         })
         .to_string()
+}
+
+/// An account with several currencies: `amount` is each deal's own currency
+/// (`deal_currency_code`), so its figures come from `amount_in_home_currency` and the answer
+/// says so ("Set up and use multiple currencies", HubSpot Knowledge Base,
+/// <https://knowledge.hubspot.com/object-settings/add-and-edit-your-account-currencies>).
+#[test]
+fn amounts_in_several_currencies_are_never_added_as_one() {
+    let all = deals(40);
+    let mut portal = Portal::new(all.clone());
+    portal.additional = vec!["EUR"];
+    let out = aggregate(
+        &mut portal,
+        SCOPES,
+        json!({"object_type": "deals", "metrics": ["sum:amount", "max:amount"]}),
+    )
+    .unwrap();
+    let homes: Vec<String> = all.iter().filter_map(home_amount).collect();
+    assert_eq!(
+        out["totals"]["metrics"]["sum:amount"],
+        exact_sum(homes.iter()),
+        "{out}"
+    );
+    let notes = out["note"].to_string();
+    assert!(
+        notes.contains("amount_in_home_currency") && notes.contains("EUR"),
+        "{out}"
+    );
+    // One currency: amount as it is, nothing converted.
+    let mut single = Portal::new(all.clone());
+    let out = aggregate(
+        &mut single,
+        SCOPES,
+        json!({"object_type": "deals", "metrics": ["sum:amount"]}),
+    )
+    .unwrap();
+    assert_eq!(
+        out["totals"]["metrics"]["sum:amount"],
+        exact_sum(all.iter().filter_map(|d| d.amount.as_ref()))
+    );
+    assert!(!out.to_string().contains("amount_in_home_currency"));
 }
 
 #[test]

@@ -43,6 +43,11 @@ impl AccountDetails {
     pub(crate) fn company_currency(&self) -> Option<&str> {
         self.company_currency.as_deref()
     }
+
+    /// The account's other currencies (`["EUR"]`): deals may be in any of them.
+    pub(crate) fn additional_currencies(&self) -> &[String] {
+        self.additional_currencies.as_deref().unwrap_or_default()
+    }
 }
 
 /// Reads the account's details.

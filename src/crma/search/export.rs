@@ -123,13 +123,13 @@ pub(crate) fn run(session: &mut Session<'_>, plan: ExportPlan) -> Result<SearchO
     let (name, file) = result_file::create(session, &stem, stamp)?;
     let partial = result_file::partial(&name);
     let walked = walk(session, &plan, file, &partial).and_then(|walked| {
-        session
+        let file_path = session
             .files()?
             .publish(&partial, &name)
             .map_err(|e| file_error(&name, e))?;
-        Ok(walked)
+        Ok((walked, file_path))
     });
-    let walked = match walked {
+    let (walked, file_path) = match walked {
         Ok(walked) => walked,
         Err(err) => {
             // Nothing half-written is left behind for someone to mistake for the result.
@@ -160,7 +160,7 @@ pub(crate) fn run(session: &mut Session<'_>, plan: ExportPlan) -> Result<SearchO
         None
     };
     let file = ExportFile {
-        file_path: result_file::shown_path(&config.results, &name),
+        file_path,
         format: FileFormat::Jsonl,
         record_count: count,
         done,

@@ -8,7 +8,7 @@ use crate::crma::scopes::Operation;
 use crate::crma::wire::Page;
 use crate::error::ToolError;
 use crate::policy::ReadScope;
-use crate::tool::{CrmEffect, Session, Tool};
+use crate::tool::{CrmEffect, Session, Tool, capped};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -94,8 +94,13 @@ impl Tool for ListOwners {
         let by_email = input.email.as_deref().is_some_and(|e| !e.trim().is_empty());
         ReadScope {
             fields: if by_email { vec!["email"] } else { Vec::new() },
+            records: input.limit.map(Into::into),
             ..ReadScope::default()
         }
+    }
+
+    fn cap_records(input: &mut ListOwnersInput, cap: u32) {
+        input.limit = capped(input.limit, 100, cap);
     }
 
     fn run(input: ListOwnersInput, session: &mut Session<'_>) -> Result<OwnersPage, ToolError> {
@@ -200,6 +205,17 @@ impl Tool for ListUsers {
     const EFFECT: CrmEffect = CrmEffect::Reads;
     type Input = ListUsersInput;
     type Output = UsersPage;
+
+    fn reads(input: &ListUsersInput) -> ReadScope<'_> {
+        ReadScope {
+            records: input.limit.map(Into::into),
+            ..ReadScope::default()
+        }
+    }
+
+    fn cap_records(input: &mut ListUsersInput, cap: u32) {
+        input.limit = capped(input.limit, 100, cap);
+    }
 
     fn run(input: ListUsersInput, session: &mut Session<'_>) -> Result<UsersPage, ToolError> {
         let limit = input.limit.unwrap_or(100);

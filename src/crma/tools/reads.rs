@@ -12,11 +12,14 @@ use crate::crma::wire::RecordObject;
 use crate::error::ToolError;
 
 use crate::policy::ReadScope;
-use crate::tool::{CrmEffect, Session, Tool};
+use crate::tool::{CrmEffect, Session, Tool, capped};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::BTreeSet;
+
+/// Results per page when the caller gives no limit.
+const DEFAULT_SEARCH_LIMIT: u32 = 20;
 
 /// Input of `crma_search_records`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -86,8 +89,16 @@ impl Tool for SearchRecords {
         ReadScope {
             fields: named.map(PropertyName::as_str).collect(),
             free_text_in: free_text.then(|| input.object_type.as_str()),
-            records: Some(input.limit.unwrap_or(0).into()),
+            records: input.limit.map(Into::into),
             ..ReadScope::default()
+        }
+    }
+
+    /// A page holds at most the cap; an export (which takes no limit) is bound by the file's
+    /// record limit instead.
+    fn cap_records(input: &mut SearchInput, cap: u32) {
+        if !input.to_file {
+            input.limit = capped(input.limit, DEFAULT_SEARCH_LIMIT, cap);
         }
     }
 
@@ -118,7 +129,7 @@ impl Tool for SearchRecords {
             sorts: input.sorts,
             query: input.query,
             properties: input.properties,
-            limit: input.limit.unwrap_or(20),
+            limit: input.limit.unwrap_or(DEFAULT_SEARCH_LIMIT),
             after,
             string_properties,
         };

@@ -395,10 +395,7 @@ fn temp_dir(name: &str) -> std::path::PathBuf {
 #[test]
 fn a_hundred_thousand_records_land_in_a_file() {
     let dir = temp_dir("file");
-    let config = config(&[
-        (keys::RESULTS_DIR, &dir.display().to_string()),
-        (keys::RESULTS_HOST_DIR, "/srv/tenants/t1/results"),
-    ]);
+    let config = config(&[(keys::RESULTS_DIR, &dir.display().to_string())]);
     let mut org = PagedOrg::new(100_000, 2000);
     let out = run_with(&mut org, &config, json!({"query": QUERY})).unwrap();
     assert!(out.get("records").is_none());
@@ -407,7 +404,7 @@ fn a_hundred_thousand_records_land_in_a_file() {
     assert_eq!(org.sent.len(), 50);
     let shown = out["file_path"].as_str().unwrap();
     assert!(
-        shown.starts_with("/srv/tenants/t1/results/soql-") && shown.ends_with(".jsonl"),
+        shown.starts_with(&format!("{}/soql-", dir.display())) && shown.ends_with(".jsonl"),
         "{shown}"
     );
     assert_eq!(
@@ -665,4 +662,68 @@ fn a_query_answer_of_another_shape_is_refused_naming_the_field() {
         assert_eq!(problem.codes, ["UNEXPECTED_ANSWER"]);
         assert!(problem.messages[0].contains(why), "{answer}: {problem}");
     }
+}
+
+/// Salesforce answers up to 2,000 rows in one batch with `done: true` and no `nextRecordsUrl`
+/// ("Execute a SOQL Query", REST API Developer Guide: the batch size is 2,000 by default,
+/// `nextRecordsUrl` only while more batches remain,
+/// <https://developer.salesforce.com/docs/atlas.en-us.api_rest.meta/api_rest/dome_query.htm>).
+/// Every row is still reachable, a page at a time, without rewriting the query.
+#[test]
+fn rows_of_one_batch_past_the_answer_are_reached_by_the_cursor() {
+    let mut org = PagedOrg::new(1500, 2000);
+    let mut seen: Vec<String> = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut calls = 0;
+    loop {
+        let mut input = json!({"query": QUERY});
+        if let Some(c) = &cursor {
+            input["cursor"] = json!(c);
+        }
+        let out = run_with(&mut org, &config(&[]), input).unwrap();
+        calls += 1;
+        let page: Vec<String> = out["records"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["Id"].as_str().unwrap().to_string())
+            .collect();
+        assert!(page.len() <= DEFAULT_MAX_RECORDS as usize);
+        seen.extend(page);
+        match out["next_cursor"].as_str() {
+            Some(next) => {
+                assert!(
+                    out["how_to_get_the_rest"]
+                        .as_str()
+                        .is_some_and(|h| h.contains("next_cursor") && h.contains("to_file")),
+                    "{out}"
+                );
+                cursor = Some(next.to_string());
+            }
+            None => break,
+        }
+    }
+    let expected: Vec<String> = (0..1500).map(opportunity_id).collect();
+    assert_eq!(seen, expected, "every row once, in order");
+    assert_eq!(calls, 8);
+    // A skip cursor is tied to its query like any other.
+    let skip = Cursor::skipping(200, &soql::validate(QUERY).unwrap()).encode();
+    let other = json!({"query": "SELECT Id FROM Account", "cursor": skip});
+    assert!(run_with(&mut org, &config(&[]), other).is_err());
+}
+
+#[test]
+fn to_file_writes_every_row_however_few() {
+    let dir = temp_dir("to-file");
+    let config = config(&[(keys::RESULTS_DIR, &dir.display().to_string())]);
+    let mut org = PagedOrg::new(30, 2000);
+    let out = run_with(&mut org, &config, json!({"query": QUERY, "to_file": true})).unwrap();
+    assert_eq!(out["record_count"], 30, "{out}");
+    assert!(out.get("records").is_none());
+    let with_cursor = run_with(
+        &mut org,
+        &config,
+        json!({"query": QUERY, "to_file": true, "cursor": "sfq1.skip.200.0000000000000000"}),
+    );
+    assert!(matches!(with_cursor, Err(ToolError::InvalidInput(_))));
 }

@@ -315,7 +315,12 @@ fn date_literal(word: &str) -> Option<Literal> {
 
 impl Condition {
     fn holds(&self, row: &Value) -> bool {
-        let actual = &row[self.field.as_str()];
+        // The sandbox's rows are never deleted or archived: the system checkboxes read false.
+        let unset_flag = Value::Bool(false);
+        let actual = match &row[self.field.as_str()] {
+            Value::Null if matches!(self.field.as_str(), "IsDeleted" | "IsArchived") => &unset_flag,
+            actual => actual,
+        };
         match &self.value {
             Literal::Range(start, end) => {
                 let Some(value) = actual.as_str() else {

@@ -16,22 +16,22 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
+pub(crate) const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}"#;
 const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 const LIST_TOOLS: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list"}"#;
 
 /// One keep-alive HTTP/1.1 connection, as a plain client speaks it.
-struct Conn {
+pub(crate) struct Conn {
     authority: String,
     sender: hyper::client::conn::http1::SendRequest<Full<Bytes>>,
 }
 
 /// What came back: status, headers, and the body read for at most a few seconds (an SSE stream
 /// that stays open is cut there).
-struct Answer {
-    status: u16,
-    headers: ::http::HeaderMap,
-    body: String,
+pub(crate) struct Answer {
+    pub(crate) status: u16,
+    pub(crate) headers: ::http::HeaderMap,
+    pub(crate) body: String,
 }
 
 impl Answer {
@@ -41,7 +41,7 @@ impl Answer {
 }
 
 impl Conn {
-    async fn open(url: &str) -> Conn {
+    pub(crate) async fn open(url: &str) -> Conn {
         let uri: ::http::Uri = url.parse().unwrap();
         let authority = uri.authority().unwrap().to_string();
         let tcp = tokio::net::TcpStream::connect(&authority).await.unwrap();
@@ -52,7 +52,7 @@ impl Conn {
         Conn { authority, sender }
     }
 
-    async fn send(
+    pub(crate) async fn send(
         &mut self,
         method: &str,
         path: &str,
@@ -89,7 +89,7 @@ impl Conn {
     }
 
     /// A 2025-era session opened with `token`: initialize, then initialized.
-    async fn open_session(&mut self, token: &str) -> String {
+    pub(crate) async fn open_session(&mut self, token: &str) -> String {
         let auth = format!("Bearer {token}");
         let opened = self
             .send("POST", "/mcp", &[("authorization", &auth)], INITIALIZE)
@@ -119,7 +119,7 @@ impl Conn {
     }
 }
 
-fn session_headers<'a>(auth: &'a str, session: &'a str) -> [(&'a str, &'a str); 3] {
+pub(crate) fn session_headers<'a>(auth: &'a str, session: &'a str) -> [(&'a str, &'a str); 3] {
     [
         ("authorization", auth),
         ("mcp-session-id", session),
@@ -128,14 +128,14 @@ fn session_headers<'a>(auth: &'a str, session: &'a str) -> [(&'a str, &'a str); 
 }
 
 /// The two sandbox tenants with a token each (plus `extra` in the tenants file), in process.
-async fn sandbox_server(dir: &Path, extra: &str) -> String {
+pub(crate) async fn sandbox_server(dir: &Path, extra: &str) -> String {
     let host = sandbox_tenants(dir, &[]);
     let file = two_tenants_file(extra);
     serve_in_process(host, &file).await
 }
 
 /// Serves `host` over HTTP on loopback with the tenants file `file`; returns the MCP URL.
-async fn serve_in_process(host: Arc<crm_host::Host>, file: &str) -> String {
+pub(crate) async fn serve_in_process(host: Arc<crm_host::Host>, file: &str) -> String {
     let tokens = sandbox_tokens(file);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
@@ -239,16 +239,20 @@ async fn a_lower_case_scheme_works_and_a_missing_resource_names_its_uri() {
 }
 
 /// A test identity provider's Ed25519 key pair (made with openssl for these tests only).
-const IDP_PRIVATE_KEY: &str = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIOgpVW/WlUZCAUTqQ5QXQ3jIseGwFUbeH+I0rGt16JRz\n-----END PRIVATE KEY-----\n";
-const IDP_PUBLIC_KEY: &str = "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAa/jEcEttH55w7bzsx1y6KqNCA6WUbPq3elcUxVtBNVA=\n-----END PUBLIC KEY-----\n";
+pub(crate) const IDP_PRIVATE_KEY: &str = "-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIOgpVW/WlUZCAUTqQ5QXQ3jIseGwFUbeH+I0rGt16JRz\n-----END PRIVATE KEY-----\n";
+pub(crate) const IDP_PUBLIC_KEY: &str = "-----BEGIN PUBLIC KEY-----\nMCowBQYDK2VwAyEAa/jEcEttH55w7bzsx1y6KqNCA6WUbPq3elcUxVtBNVA=\n-----END PUBLIC KEY-----\n";
 
-fn signed_by(key: &jsonwebtoken::EncodingKey, kid: Option<&str>, claims: Value) -> String {
+pub(crate) fn signed_by(
+    key: &jsonwebtoken::EncodingKey,
+    kid: Option<&str>,
+    claims: Value,
+) -> String {
     let mut header = jsonwebtoken::Header::new(jsonwebtoken::Algorithm::EdDSA);
     header.kid = kid.map(str::to_string);
     jsonwebtoken::encode(&header, &claims, key).unwrap()
 }
 
-fn claims(tenant: &str) -> Value {
+pub(crate) fn claims(tenant: &str) -> Value {
     json!({"iss": "https://idp.acme.example", "aud": "crm-mcp", "exp": 4_102_444_800u64, "tenant": tenant, "sub": "carol"})
 }
 
@@ -756,5 +760,23 @@ async fn behind_a_proxy_the_public_url_is_the_host_the_metadata_and_the_challeng
     assert_eq!(mode(&tenant_dir.join("mappings.sqlite")), 0o600);
     let name = file_path.trim_start_matches("crm-results://files/");
     assert_eq!(mode(&tenant_dir.join("results")), 0o700);
-    assert_eq!(mode(&tenant_dir.join("results").join(name)), 0o600);
+    // Each user's results in a folder of their own, private too.
+    let file = find_file(&tenant_dir.join("results"), name).expect("the result file");
+    assert_eq!(mode(file.parent().unwrap()), 0o700);
+    assert_eq!(mode(&file), 0o600);
+}
+
+/// The file called `name` anywhere under `dir`.
+pub(crate) fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if let Some(found) = find_file(&path, name) {
+                return Some(found);
+            }
+        } else if path.file_name().is_some_and(|n| n == name) {
+            return Some(path);
+        }
+    }
+    None
 }

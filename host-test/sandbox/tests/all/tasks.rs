@@ -110,9 +110,15 @@ fn export() -> Value {
                                         "value": "Task Import Co"}]}]})
 }
 
+/// The files under `dir`, in every user's folder (an empty folder is not a file).
 fn files_in(dir: &Path) -> Vec<PathBuf> {
     std::fs::read_dir(dir)
-        .map(|entries| entries.map(|e| e.unwrap().path()).collect())
+        .map(|entries| {
+            entries
+                .map(|e| e.unwrap().path())
+                .flat_map(|p| if p.is_dir() { files_in(&p) } else { vec![p] })
+                .collect()
+        })
         .unwrap_or_default()
 }
 

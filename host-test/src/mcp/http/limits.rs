@@ -1,8 +1,10 @@
 //! The server's limits in one place, and the per-principal request rate limit (a token bucket
 //! per tenant, user and authority: one busy client slows only itself).
 
+use super::body::BodyLimits;
 use super::listener::ConnectionLimits;
 use super::sessions::{Owner, SessionLimits};
+use super::shares::AuthFailureLimit;
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -15,6 +17,34 @@ pub struct ServerLimits {
     pub rate: RateLimit,
     /// Largest request body read (rmcp's own default, kept).
     pub max_body_bytes: usize,
+    /// How fast a request body must arrive (a trickle is cut off with 408).
+    pub body: BodyLimits,
+    /// Requests one principal may have in flight, from admission to the end of the answer;
+    /// the server applies at most a quarter of the connections
+    /// ([`ServerLimits::in_flight_per_principal`]).
+    pub max_in_flight_per_principal: usize,
+    /// Tasks (background exports) one tenant's user may have running at once.
+    pub max_tasks_per_principal: usize,
+    /// Failed authentications one source address may make before it is answered 429.
+    pub auth_failures: AuthFailureLimit,
+}
+
+/// Requests in flight one principal may have, unless the connection cap makes it smaller: 32
+/// sessions (the per-principal cap), each with its listening stream, and as many calls again.
+pub const DEFAULT_IN_FLIGHT_PER_PRINCIPAL: usize = 64;
+
+/// Exports one principal may run as tasks at once: each runs up to 30 minutes and shares its
+/// tenant's CRM rate limits, so more at once would not finish sooner.
+pub const DEFAULT_TASKS_PER_PRINCIPAL: usize = 4;
+
+impl ServerLimits {
+    /// The in-flight cap applied to each principal: what was asked, but never more than a
+    /// quarter of the connections (at least one), so that no one principal's slow requests
+    /// can hold every connection the server accepts.
+    pub fn in_flight_per_principal(&self) -> usize {
+        let share = (self.connections.max_connections / 4).max(1);
+        self.max_in_flight_per_principal.clamp(1, share)
+    }
 }
 
 impl Default for ServerLimits {
@@ -26,6 +56,10 @@ impl Default for ServerLimits {
             max_body_bytes:
                 rmcp::transport::streamable_http_server::StreamableHttpServerConfig::default()
                     .max_request_body_bytes,
+            body: BodyLimits::default(),
+            max_in_flight_per_principal: DEFAULT_IN_FLIGHT_PER_PRINCIPAL,
+            max_tasks_per_principal: DEFAULT_TASKS_PER_PRINCIPAL,
+            auth_failures: AuthFailureLimit::default(),
         }
     }
 }
@@ -138,5 +172,18 @@ mod tests {
         assert!(limiter.take(&a, t0 + Duration::from_millis(100)).is_err());
         limiter.prune(t0 + Duration::from_secs(5));
         assert_eq!(limiter.tracked(), 0, "refilled buckets are forgotten");
+    }
+
+    #[test]
+    fn a_principal_never_gets_more_than_a_quarter_of_the_connections() {
+        let mut limits = ServerLimits::default();
+        assert_eq!(limits.in_flight_per_principal(), 64, "1,024 connections");
+        limits.connections.max_connections = 40;
+        assert_eq!(limits.in_flight_per_principal(), 10);
+        limits.connections.max_connections = 2;
+        assert_eq!(limits.in_flight_per_principal(), 1);
+        limits.connections.max_connections = 1024;
+        limits.max_in_flight_per_principal = 0;
+        assert_eq!(limits.in_flight_per_principal(), 1);
     }
 }

@@ -3,12 +3,17 @@
 //! - An accept error (out of file descriptors, say) is logged and retried after a back-off
 //!   that doubles to a second; it never ends the serve loop.
 //! - At most `max_connections` are open. At the cap, the oldest connection that has not yet
-//!   sent a whole request is closed to make room (an idle or slow-header client); when every
-//!   open connection is serving someone, the new one is closed at once.
+//!   sent a whole request is closed to make room (a silent or slow-header client), else the
+//!   keep-alive connection idle the longest (as nginx reuses idle keep-alive connections when
+//!   it runs out): a client that sent one request and then sat on its connection would
+//!   otherwise hold a slot for the whole idle timeout. When every open connection has a
+//!   request in flight, the new one is closed at once; what bounds those is each principal's
+//!   share of requests in flight ([`super::shares`]) and the body deadline ([`super::body`]).
 //! - A connection must deliver its first request's headers within `header_read_timeout`, and
 //!   with no request in flight it may sit for at most `idle_timeout` before the next one.
 
 use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -37,6 +42,18 @@ struct Slot {
     /// Set once a whole request has arrived: from then on the client is a real one.
     served: bool,
     close: CancellationToken,
+    in_flight: Arc<AtomicUsize>,
+    last_done: Arc<Mutex<Option<Instant>>>,
+}
+
+impl Slot {
+    /// When its last answer ended, for a served connection with nothing in flight.
+    fn idle_since(&self) -> Option<Instant> {
+        if !self.served || self.in_flight.load(Ordering::SeqCst) > 0 {
+            return None;
+        }
+        *self.last_done.lock().unwrap_or_else(|e| e.into_inner())
+    }
 }
 
 /// The open connections, oldest first.
@@ -66,15 +83,21 @@ impl Slots {
     }
 
     /// A slot for a new connection, making room at the cap by closing the oldest connection
-    /// that never finished a request; `None` when every open connection is serving.
+    /// that never finished a request, else the one idle between requests the longest; `None`
+    /// when every open connection has a request in flight.
     pub fn admit(self: &Arc<Self>, max: usize) -> Option<Connection> {
         let mut inner = self.lock();
         if inner.open.len() >= max.max(1) {
-            let victim = inner
-                .open
-                .iter()
-                .find(|(_, slot)| !slot.served)
-                .map(|(id, _)| *id)?;
+            let silent = inner.open.iter().find(|(_, slot)| !slot.served);
+            let idle = || {
+                inner
+                    .open
+                    .iter()
+                    .filter_map(|(id, slot)| slot.idle_since().map(|since| (since, *id)))
+                    .min()
+                    .map(|(_, id)| id)
+            };
+            let victim = silent.map(|(id, _)| *id).or_else(idle)?;
             if let Some(slot) = inner.open.remove(&victim) {
                 slot.close.cancel();
             }
@@ -82,19 +105,23 @@ impl Slots {
         let id = inner.next;
         inner.next += 1;
         let close = CancellationToken::new();
+        let in_flight = Arc::new(AtomicUsize::new(0));
+        let last_done = Arc::new(Mutex::new(None));
         inner.open.insert(
             id,
             Slot {
                 served: false,
                 close: close.clone(),
+                in_flight: in_flight.clone(),
+                last_done: last_done.clone(),
             },
         );
         Some(Connection {
             slots: self.clone(),
             id,
             close,
-            in_flight: Arc::new(AtomicUsize::new(0)),
-            last_done: Arc::new(Mutex::new(None)),
+            in_flight,
+            last_done,
         })
     }
 }
@@ -192,8 +219,9 @@ impl Drop for InFlight {
     }
 }
 
-/// Accepts connections until `stop` is cancelled, handing each admitted one to `serve`.
-/// Accept errors are logged and retried with back-off; they never end the loop.
+/// Accepts connections until `stop` is cancelled, handing each admitted one to `serve` with
+/// its peer's address. Accept errors are logged and retried with back-off; they never end the
+/// loop.
 pub async fn accept_loop<F, Fut>(
     listener: TcpListener,
     limits: ConnectionLimits,
@@ -202,7 +230,7 @@ pub async fn accept_loop<F, Fut>(
     on_refused: impl Fn(),
     serve: F,
 ) where
-    F: Fn(TcpStream, Connection) -> Fut,
+    F: Fn(TcpStream, SocketAddr, Connection) -> Fut,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
     let mut backoff = Duration::ZERO;
@@ -211,10 +239,10 @@ pub async fn accept_loop<F, Fut>(
             () = stop.cancelled() => return,
             accepted = listener.accept() => accepted,
         };
-        let stream = match accepted {
-            Ok((stream, _)) => {
+        let (stream, peer) = match accepted {
+            Ok(accepted) => {
                 backoff = Duration::ZERO;
-                stream
+                accepted
             }
             Err(err) => {
                 backoff = (backoff * 2).clamp(Duration::from_millis(10), Duration::from_secs(1));
@@ -225,7 +253,7 @@ pub async fn accept_loop<F, Fut>(
         };
         match slots.admit(limits.max_connections) {
             Some(connection) => {
-                tokio::spawn(serve(stream, connection));
+                tokio::spawn(serve(stream, peer, connection));
             }
             None => {
                 on_refused();
@@ -282,6 +310,34 @@ mod tests {
         assert_eq!(slots.len(), 2);
         drop(first);
         assert!(slots.admit(2).is_some());
+    }
+
+    #[test]
+    fn at_the_cap_an_idle_keep_alive_connection_makes_room_the_longest_idle_first() {
+        let slots = Arc::new(Slots::default());
+        let (a, b, c) = (
+            slots.admit(3).unwrap(),
+            slots.admit(3).unwrap(),
+            slots.admit(3).unwrap(),
+        );
+        let _busy = a.request();
+        drop(b.request());
+        std::thread::sleep(Duration::from_millis(2));
+        drop(c.request());
+        // b and c each answered one request and sit idle; b has sat longer.
+        let d = slots.admit(3).expect("an idle connection makes room");
+        assert!(b.close.is_cancelled() && !c.close.is_cancelled());
+        assert!(
+            !a.close.is_cancelled(),
+            "a request in flight keeps its connection"
+        );
+        drop(b);
+        let _d_busy = d.request();
+        let _c_busy = c.request();
+        assert!(
+            slots.admit(3).is_none(),
+            "every connection has a request in flight"
+        );
     }
 
     #[test]

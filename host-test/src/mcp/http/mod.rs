@@ -3,9 +3,12 @@
 //!
 //! Every MCP request is checked before MCP sees it ([`gate`]): `Origin`, then the bearer
 //! token, whose hash or signature picks the [`Principal`]; then the principal's request rate
-//! ([`limits`]) and, when it names one, that the session is its own ([`sessions`]). The token
-//! is removed from the request, so nothing downstream (and never the broker) sees it.
-//! Connections are bounded and timed ([`listener`]), so no client stops the server for others.
+//! ([`limits`]), its share of requests in flight ([`shares`]), its body's deadline ([`body`])
+//! and, when it names one, that the session is its own ([`sessions`]). The token is removed
+//! from the request, so nothing downstream (and never the broker) sees it. Connections are
+//! bounded and timed ([`listener`]), and a source address that keeps failing to authenticate
+//! is answered 429 before its credentials are looked at ([`shares`]), so no client, with a
+//! token or without, stops the server for others.
 //!
 //! | route | who | what |
 //! |---|---|---|
@@ -16,23 +19,28 @@
 //! | `/metrics` | the operator's token | Prometheus text |
 //! | `/admin/…` | the operator's token | disconnect, connect, swap a tenant's component |
 
+pub mod body;
 pub mod gate;
 pub mod limits;
 pub mod listener;
 pub mod sessions;
+pub mod shares;
 
+pub use body::BodyLimits;
 pub use gate::Gate;
 pub use limits::{RateLimit, ServerLimits};
 pub use listener::ConnectionLimits;
 pub use sessions::SessionLimits;
+pub use shares::AuthFailureLimit;
 
 use super::McpServer;
 use super::admin::Admin;
+use super::task_cap::TaskCap;
 use crate::host::Host;
 use crate::metrics::{Metrics, Refused};
 use ::http::{Method, Request, Response, StatusCode, header};
 use bytes::Bytes;
-use http_body_util::{BodyExt, Full, Limited, combinators::BoxBody};
+use http_body_util::{BodyExt, Full, combinators::BoxBody};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use limits::RateLimiter;
@@ -42,7 +50,9 @@ use rmcp::transport::streamable_http_server::StreamableHttpServerConfig;
 use rmcp::transport::streamable_http_server::session::SessionManager;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use sessions::{DuplicateId, Held, Owner, SessionTable, UnknownSession};
+use shares::{AuthFailures, InFlightLimiter, Source};
 use std::convert::Infallible;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
@@ -130,6 +140,8 @@ struct State {
     manager: Arc<LocalSessionManager>,
     sessions: Arc<SessionTable>,
     rate: RateLimiter,
+    in_flight: Arc<InFlightLimiter>,
+    auth_failures: AuthFailures,
 }
 
 /// Serves with every option; returns when `options.stop` is cancelled.
@@ -140,6 +152,13 @@ pub async fn serve_with(
 ) -> std::io::Result<()> {
     let local = listener.local_addr()?;
     let limits = options.limits;
+    let share = limits.in_flight_per_principal();
+    if share < limits.max_in_flight_per_principal {
+        tracing::info!(
+            "each principal may have {share} requests in flight: a quarter of the {} connections",
+            limits.connections.max_connections
+        );
+    }
     // Sessions expire through the table below, which also closes them in the manager; rmcp's
     // own idle timer would leave an expired session's entry behind.
     let mut manager = LocalSessionManager::default();
@@ -149,10 +168,12 @@ pub async fn serve_with(
         .with_cancellation_token(options.stop.child_token())
         .with_allowed_hosts(options.gate.allowed_hosts(local))
         .with_max_request_body_bytes(limits.max_body_bytes);
+    // One cap on running tasks for every session of the server.
+    let task_cap = Arc::new(TaskCap::new(limits.max_tasks_per_principal));
     let mcp = StreamableHttpService::new(
         {
             let host = host.clone();
-            move || Ok(McpServer::per_request(host.clone()))
+            move || Ok(McpServer::per_request(host.clone()).with_task_cap(task_cap.clone()))
         },
         manager.clone(),
         config,
@@ -167,6 +188,8 @@ pub async fn serve_with(
         manager,
         sessions: Arc::new(SessionTable::new(limits.sessions)),
         rate: RateLimiter::new(limits.rate),
+        in_flight: InFlightLimiter::new(limits.in_flight_per_principal()),
+        auth_failures: AuthFailures::new(limits.auth_failures),
     });
     tokio::spawn(reap(state.clone(), options.stop.clone()));
     let slots = Arc::new(Slots::default());
@@ -177,13 +200,14 @@ pub async fn serve_with(
         slots,
         options.stop,
         move || refused_metrics.refused(Refused::TooManyConnections),
-        move |stream, connection| serve_connection(state.clone(), stream, connection),
+        move |stream, peer, connection| serve_connection(state.clone(), stream, peer, connection),
     )
     .await;
     Ok(())
 }
 
-/// Closes idle sessions and forgets quiet rate buckets, until stopped.
+/// Closes idle sessions and forgets quiet rate buckets and ended failure windows, until
+/// stopped.
 async fn reap(state: Arc<State>, stop: CancellationToken) {
     let every =
         (state.limits.sessions.idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
@@ -197,6 +221,7 @@ async fn reap(state: Arc<State>, stop: CancellationToken) {
             let _ = state.manager.close_session(&id.into()).await;
         }
         state.rate.prune(now);
+        state.auth_failures.prune(now);
         state.metrics.sessions.set(state.sessions.len() as i64);
     }
 }
@@ -205,6 +230,7 @@ async fn reap(state: Arc<State>, stop: CancellationToken) {
 async fn serve_connection(
     state: Arc<State>,
     stream: tokio::net::TcpStream,
+    peer: SocketAddr,
     connection: Connection,
 ) {
     let _ = stream.set_nodelay(true);
@@ -214,7 +240,7 @@ async fn serve_connection(
     let marker = connection.marker();
     let service = hyper::service::service_fn(move |request: Request<Incoming>| {
         let (state, marker) = (state.clone(), marker.clone());
-        async move { Ok::<_, Infallible>(route(state, request, marker).await) }
+        async move { Ok::<_, Infallible>(route(state, request, marker, peer).await) }
     });
     let mut builder = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new());
     builder
@@ -230,14 +256,32 @@ async fn serve_connection(
     metrics.connections.dec();
 }
 
-/// Answers one request; the response body holds the connection's in-flight mark.
+/// Whether `path` is a route that takes credentials (and so counts failed ones).
+fn takes_credentials(path: &str) -> bool {
+    path == MCP_PATH || path == METRICS_PATH || path.starts_with("/admin/")
+}
+
+/// Answers one request; the response body holds the connection's in-flight mark. On a route
+/// that takes credentials, a source past its failed-authentication limit is answered 429
+/// before its credentials are read, and a presented credential answered 401 counts against it.
 async fn route(
     state: Arc<State>,
     request: Request<Incoming>,
     marker: RequestMarker,
+    peer: SocketAddr,
 ) -> Response<Body> {
     let in_flight = marker.request();
     let path = request.uri().path();
+    let source = Source::from(peer.ip());
+    let guarded = takes_credentials(path);
+    if guarded && let Err(blocked) = state.auth_failures.check(source, Instant::now()) {
+        state.metrics.refused(Refused::AuthFailures);
+        let mut response = plain(StatusCode::TOO_MANY_REQUESTS, &blocked.to_string());
+        retry_after(&mut response, blocked.0);
+        close_after(&mut response);
+        return response.map(|body| Held::new(body, in_flight).boxed());
+    }
+    let presented = request.headers().contains_key(header::AUTHORIZATION);
     let response = match path {
         MCP_PATH => mcp(&state, request).await,
         HEALTH_PATH => plain(StatusCode::OK, "ok"),
@@ -265,7 +309,36 @@ async fn route(
         },
         _ => plain(StatusCode::NOT_FOUND, "not found"),
     };
+    if guarded
+        && presented
+        && response.status() == StatusCode::UNAUTHORIZED
+        && state.auth_failures.record(source, Instant::now())
+    {
+        tracing::warn!(
+            source = %peer.ip(),
+            "{} failed authentications from one address: it is answered 429 for {} s",
+            state.limits.auth_failures.max_failures,
+            state.limits.auth_failures.window.as_secs()
+        );
+    }
     response.map(|body| Held::new(body, in_flight).boxed())
+}
+
+/// Adds `Retry-After` in whole seconds, rounded up.
+fn retry_after(response: &mut Response<Body>, wait: Duration) {
+    let seconds = shares::retry_after_seconds(wait);
+    if let Ok(value) = seconds.to_string().parse() {
+        response.headers_mut().insert(header::RETRY_AFTER, value);
+    }
+}
+
+/// Asks hyper to close the connection after this answer, freeing its slot (a refused request's
+/// body is never read, so the connection could not carry another one anyway).
+fn close_after(response: &mut Response<Body>) {
+    response.headers_mut().insert(
+        header::CONNECTION,
+        header::HeaderValue::from_static("close"),
+    );
 }
 
 /// Largest component an operator may upload.
@@ -287,17 +360,9 @@ async fn component_upload(state: &State, request: Request<Incoming>) -> Response
         return plain(StatusCode::NOT_FOUND, "no such admin route");
     };
     let tenant = tenant.to_string();
-    let wasm = match Limited::new(request.into_body(), MAX_COMPONENT_BYTES)
-        .collect()
-        .await
-    {
-        Ok(body) => body.to_bytes(),
-        Err(_) => {
-            return plain(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "the component is larger than 64 MiB or was cut off",
-            );
-        }
+    let wasm = match body::read(request.into_body(), MAX_COMPONENT_BYTES, state.limits.body).await {
+        Ok(body) => body,
+        Err(err) => return err.response(),
     };
     let (host, admin) = (state.host.clone(), admin.clone());
     // Compiling takes a while: off the async workers.
@@ -343,7 +408,8 @@ fn request_id(body: &[u8]) -> Option<String> {
     peek.id.map(|id| id.to_string())
 }
 
-/// `/mcp`: admitted, rate-limited, session-checked, then rmcp's.
+/// `/mcp`: admitted, rate-limited, held to the principal's share, its body read against the
+/// deadline, session-checked, then rmcp's.
 async fn mcp(state: &State, request: Request<Incoming>) -> Response<Body> {
     let principal = match state.gate.admit(&request).await {
         Ok(principal) => principal,
@@ -365,21 +431,31 @@ async fn mcp(state: &State, request: Request<Incoming>) -> Response<Body> {
         }
         return response;
     }
+    // Held from here until the answer ends: the body's arrival and a streamed answer included.
+    let permit = match state.in_flight.enter(&owner) {
+        Ok(permit) => permit,
+        Err(busy) => {
+            state.metrics.refused(Refused::TooManyInFlight);
+            let mut response = plain(StatusCode::TOO_MANY_REQUESTS, &busy.to_string());
+            retry_after(&mut response, Duration::from_secs(1));
+            close_after(&mut response);
+            return response;
+        }
+    };
     let (mut parts, body) = request.into_parts();
     parts.headers.remove(header::AUTHORIZATION);
-    let body = match Limited::new(body, state.limits.max_body_bytes)
-        .collect()
-        .await
-    {
-        Ok(collected) => collected.to_bytes(),
-        Err(_) => {
-            return plain(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                &format!(
-                    "the request body is over {} bytes",
-                    state.limits.max_body_bytes
-                ),
-            );
+    let body = match body::read(body, state.limits.max_body_bytes, state.limits.body).await {
+        Ok(body) => body,
+        Err(err) => {
+            if let body::BodyError::TooSlow { received, .. } = &err {
+                state.metrics.refused(Refused::SlowBody);
+                tracing::debug!(
+                    tenant = %principal.tenant_id,
+                    received,
+                    "a request body came too slowly; answered 408"
+                );
+            }
+            return err.response();
         }
     };
     let session = parts
@@ -431,7 +507,7 @@ async fn mcp(state: &State, request: Request<Incoming>) -> Response<Body> {
         Some(_) => {}
     }
     state.metrics.sessions.set(state.sessions.len() as i64);
-    response.map(|body| Held::new(body, lease).boxed())
+    response.map(|body| Held::new(body, (lease, permit)).boxed())
 }
 
 /// The answer to a request reusing an id still in flight in its session: a JSON-RPC error for

@@ -9,7 +9,8 @@
 //! session, so a second request with the same id cannot take the first one's answer.
 
 use super::Body;
-use crate::mcp::{Authority, Principal};
+use crate::mcp::Principal;
+use crate::tenant_db::ResultOwner;
 use hyper::body::{Frame, SizeHint};
 use std::collections::{HashMap, HashSet};
 use std::pin::Pin;
@@ -17,20 +18,19 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-/// Who owns a session: tenant, user and what vouched for them, together.
+/// Who owns a session: the tenant and the user in the namespace of whoever vouched for them
+/// ([`Principal::owner`]), the same notion that owns tasks and result files.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Owner {
     tenant: String,
-    user: String,
-    authority: Authority,
+    user: ResultOwner,
 }
 
 impl From<&Principal> for Owner {
     fn from(p: &Principal) -> Self {
         Owner {
             tenant: p.tenant_id.clone(),
-            user: p.user_id.clone(),
-            authority: p.authority.clone(),
+            user: p.owner(),
         }
     }
 }
@@ -231,13 +231,16 @@ impl<T: Unpin> hyper::body::Body for Held<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::mcp::Authority;
 
     fn owner(tenant: &str, authority: Authority) -> Owner {
-        Owner {
-            tenant: tenant.into(),
-            user: "u".into(),
+        Owner::from(&Principal {
+            tenant_id: tenant.into(),
+            user_id: "u".into(),
+            granted_scopes: Vec::new(),
+            instance_url: None,
             authority,
-        }
+        })
     }
 
     #[test]
@@ -248,12 +251,15 @@ mod tests {
         assert!(table.enter("s1", &a, None).unwrap().is_ok());
         let b = owner("b", Authority::Token("2".into()));
         assert_eq!(table.enter("s1", &b, None).err(), Some(UnknownSession));
-        // Same tenant and user, another authority: a stranger too.
+        // Same tenant and user name, vouched for by an identity provider: a stranger too.
         let a_elsewhere = owner("a", Authority::Provider("https://idp".into()));
         assert_eq!(
             table.enter("s1", &a_elsewhere, None).err(),
             Some(UnknownSession)
         );
+        // The same user with another of the operator's tokens is the same person.
+        let a_again = owner("a", Authority::Token("3".into()));
+        assert!(table.enter("s1", &a_again, None).unwrap().is_ok());
         assert_eq!(table.enter("nope", &a, None).err(), Some(UnknownSession));
     }
 

@@ -93,7 +93,15 @@ async fn a_provider_signed_token_names_a_tenant_the_provider_is_bound_to() {
         .unwrap()
         .tokens(&["oauth".into()], |_| None)
         .unwrap();
-    assert_eq!(table.issuers(), ["https://auth.example"]);
+    assert!(
+        table.issuers().is_empty(),
+        "a stranger learns no issuer the operator did not advertise"
+    );
+    let advertised = TenantsFile::parse(&provider_file("advertised = true"))
+        .unwrap()
+        .tokens(&["oauth".into()], |_| None)
+        .unwrap();
+    assert_eq!(advertised.issuers(), ["https://auth.example"]);
     let exp = 4_102_444_800u64; // 2100-01-01
     let good = serde_json::json!({"iss": "https://auth.example", "aud": "crm-mcp", "exp": exp, "tenant": "acme", "sub": "carol"});
     let principal = table.principal(&signed(good.clone())).await.unwrap();

@@ -129,7 +129,6 @@ fn export(
     let mut vars: Vec<(&'static str, &str)> = extra.to_vec();
     if let Some(d) = &dir_text {
         vars.push((keys::RESULTS_DIR, d));
-        vars.push((keys::RESULTS_HOST_DIR, "/srv/results/t1"));
     }
     let config = harness::config(&vars);
     harness::call(
@@ -368,7 +367,8 @@ impl Transport for Portal {
 fn lines_of(dir: &Path, out: &Value) -> Vec<Value> {
     let shown = out["file_path"].as_str().unwrap();
     assert!(
-        shown.starts_with("/srv/results/t1/crma-contacts-") && shown.ends_with(".jsonl"),
+        shown.starts_with(&format!("{}/crma-contacts-", dir.display()))
+            && shown.ends_with(".jsonl"),
         "{shown}"
     );
     let text = std::fs::read_to_string(dir.join(shown.rsplit('/').next().unwrap())).unwrap();
