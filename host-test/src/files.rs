@@ -48,8 +48,17 @@ impl Unpublished {
 impl Drop for Unpublished {
     fn drop(&mut self) {
         for path in self.0.drain(..) {
-            let _ = fs::remove_file(path);
+            let _ = fs::remove_file(&path);
+            remove_if_empty(&path);
         }
+    }
+}
+
+/// Removes the user's folder a file was in when nothing is left in it (a call that made no
+/// result leaves no trace; `remove_dir` refuses a folder that holds anything).
+fn remove_if_empty(file: &Path) {
+    if let Some(folder) = file.parent() {
+        let _ = fs::remove_dir(folder);
     }
 }
 
@@ -98,12 +107,19 @@ impl result_files::Host for FilesView<'_> {
     fn create(&mut self, name: String) -> Result<Resource<ResultFile>, FileError> {
         let dir = &self.results_dir()?.dir;
         let path = path_in(dir, &name)?;
-        crate::private_fs::create_dir_all(dir)
-            .map_err(|e| FileError::Io(format!("making the results directory: {e}")))?;
-        let file = crate::private_fs::options()
-            .write(true)
-            .create_new(true)
-            .open(&path)
+        let open = || {
+            crate::private_fs::create_dir_all(dir)?;
+            crate::private_fs::options()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+        };
+        // Once more if another call of this user removed the emptied folder in between.
+        let file = open()
+            .or_else(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => open(),
+                _ => Err(e),
+            })
             .map_err(|e| match e.kind() {
                 std::io::ErrorKind::AlreadyExists => FileError::Exists(name.clone()),
                 _ => FileError::Io(format!("creating {name}: {e}")),
@@ -137,6 +153,7 @@ impl result_files::Host for FilesView<'_> {
     fn discard(&mut self, name: String) {
         if let Ok(path) = self.results_dir().and_then(|r| path_in(&r.dir, &name)) {
             let _ = fs::remove_file(&path);
+            remove_if_empty(&path);
             if let Some(unpublished) = self.unpublished() {
                 unpublished.forget(&path);
             }

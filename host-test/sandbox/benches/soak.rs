@@ -64,6 +64,9 @@ struct BrokerTally {
     creates: Mutex<HashMap<String, u32>>,
     /// Each tenant's applied creates' subjects, oldest first: what its org's lookups find.
     made: Mutex<HashMap<usize, Vec<String>>>,
+    /// Creates the caller made again after `crm_resolve_change` said they never were: a
+    /// second write of theirs is the caller's, not a resend.
+    again: Mutex<std::collections::HashSet<String>>,
 }
 
 impl BrokerTally {
@@ -387,8 +390,13 @@ fn main() {
     tokio.block_on(async {
         let mut workers = Vec::new();
         for _ in 0..WORKERS {
-            let (host, tally, next, wasm) =
-                (host.clone(), tally.clone(), next.clone(), wasm.clone());
+            let (host, tally, next, wasm, broker_tally) = (
+                host.clone(),
+                tally.clone(),
+                next.clone(),
+                wasm.clone(),
+                broker_tally.clone(),
+            );
             workers.push(tokio::spawn(async move {
                 loop {
                     let n = next.fetch_add(1, Ordering::Relaxed);
@@ -434,6 +442,12 @@ fn main() {
                                         }
                                         Some("failed") => {
                                             tally.resolved_failed.fetch_add(1, Ordering::Relaxed);
+                                            // Sent again on purpose, not by a retry.
+                                            broker_tally
+                                                .again
+                                                .lock()
+                                                .unwrap()
+                                                .insert(format!("soak-{tenant}-{n}"));
                                             let _ = host.call(request(tenant, n)).await;
                                         }
                                         _ => {
@@ -491,12 +505,13 @@ fn main() {
     let mut latencies = std::mem::take(&mut *tally.latencies_us.lock().unwrap());
     latencies.sort_unstable();
     let pct = |p: f64| latencies[((latencies.len() as f64 * p) as usize).min(latencies.len() - 1)];
+    let again = broker_tally.again.lock().unwrap().clone();
     let resent_writes = broker_tally
         .writes
         .lock()
         .unwrap()
-        .values()
-        .filter(|count| **count > 1)
+        .iter()
+        .filter(|(subject, count)| **count > 1 + u32::from(again.contains(*subject)))
         .count() as u64;
     let duplicates = broker_tally
         .creates

@@ -9,16 +9,14 @@ use crate::http_server::{
     Conn, IDP_PRIVATE_KEY, IDP_PUBLIC_KEY, INITIALIZE, claims, serve_in_process, signed_by,
 };
 use crate::mcp::{answer, call, http_client};
+use crate::tasks::Poller;
 use crm_host::mcp::tenants::token_hash;
 use crm_sandbox::SandboxCrm;
-use rmcp::model::{
-    CallToolResponse, ClientCapabilities, ClientConfig, GetTaskParams, Implementation,
-    ReadResourceRequestParams,
-};
+use rmcp::model::{CallToolResponse, GetTaskParams, ReadResourceRequestParams};
 use rmcp::service::RunningService;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
@@ -203,18 +201,6 @@ async fn a_masked_last_name_reaches_the_model_by_no_route() {
 }
 
 /// A client that declares MCP's tasks extension, over Streamable HTTP.
-#[derive(Clone)]
-struct Poller;
-
-impl ClientHandler for Poller {
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::builder().enable_tasks().build(),
-            Implementation::new("poller", "1"),
-        )
-    }
-}
-
 async fn tasks_client(url: &str, token: &str) -> RunningService<RoleClient, Poller> {
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(token);
     Poller

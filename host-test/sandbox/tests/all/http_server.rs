@@ -501,17 +501,7 @@ impl ServeProcess {
             command.env(k, v);
         }
         let mut child = command.spawn().unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = std::io::BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let line = rx.recv_timeout(Duration::from_secs(180)).unwrap();
-        let said: Value = serde_json::from_str(&line)
-            .unwrap_or_else(|_| panic!("the server's first line: {line:?}"));
-        let url = said["listening"].as_str().unwrap().to_string();
+        let url = listening_url(&mut child);
         ServeProcess { child, url, dir }
     }
 
@@ -779,4 +769,20 @@ pub(crate) fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {
         }
     }
     None
+}
+
+/// The URL a `serve` process says it listens on, in its first line of output (within three
+/// minutes: a debug build may compile the component first).
+pub(crate) fn listening_url(child: &mut std::process::Child) -> String {
+    let stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+        let _ = tx.send(line);
+    });
+    let line = rx.recv_timeout(Duration::from_secs(180)).unwrap();
+    let said: Value =
+        serde_json::from_str(&line).unwrap_or_else(|_| panic!("the server's first line: {line:?}"));
+    said["listening"].as_str().unwrap().to_string()
 }

@@ -8,6 +8,7 @@
 
 use crate::fixtures::{temp_dir, two_tenants_file};
 use crate::mcp::{call, http_client};
+use crate::tasks::Poller;
 use bytes::Bytes;
 use crm_host::backend::BoxFuture;
 use crm_host::mcp::http::{Gate, ServeOptions, serve_with};
@@ -15,13 +16,9 @@ use crm_host::{AuditLog, Backend, Host};
 use crm_sandbox::SandboxCrm;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
-use rmcp::model::{
-    CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig, GetTaskParams,
-    Implementation, TaskStatus,
-};
-use rmcp::{ClientHandler, ServiceExt};
+use rmcp::ServiceExt;
+use rmcp::model::{CallToolResponse, CancelTaskParams, GetTaskParams, TaskStatus};
 use serde_json::{Value, json};
-use std::io::BufRead;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -58,17 +55,8 @@ impl Served {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = std::io::BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        let line = rx.recv_timeout(Duration::from_secs(180)).unwrap();
-        let said: Value = serde_json::from_str(&line)
-            .unwrap_or_else(|_| panic!("the server's first line: {line:?}"));
-        let url = said["listening"].as_str().unwrap();
+        let url = crate::http_server::listening_url(&mut child);
+        let url = url.as_str();
         let authority = url
             .trim_start_matches("http://")
             .trim_end_matches("/mcp")
@@ -434,26 +422,14 @@ impl Backend for SlowSearches {
 }
 
 /// A client that declares the tasks extension, so an export runs as a task.
-#[derive(Clone)]
-struct TaskClient;
-
-impl ClientHandler for TaskClient {
-    fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::builder().enable_tasks().build(),
-            Implementation::new("task-client", "1"),
-        )
-    }
-}
-
 async fn task_client(
     url: &str,
     token: &str,
-) -> rmcp::service::RunningService<rmcp::RoleClient, TaskClient> {
+) -> rmcp::service::RunningService<rmcp::RoleClient, Poller> {
     use rmcp::transport::StreamableHttpClientTransport;
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
     let config = StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(token);
-    TaskClient
+    Poller
         .serve(StreamableHttpClientTransport::from_config(config))
         .await
         .unwrap()
@@ -519,7 +495,7 @@ async fn one_principal_runs_at_most_its_cap_of_exports_while_another_starts_its_
     };
 
     let acme = task_client(&url, "acme-token").await;
-    let start = |client: &rmcp::service::RunningService<rmcp::RoleClient, TaskClient>| {
+    let start = |client: &rmcp::service::RunningService<rmcp::RoleClient, Poller>| {
         let peer = client.peer().clone();
         async move {
             peer.call_tool_once(call("crma_search_records", export()))

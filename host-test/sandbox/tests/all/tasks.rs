@@ -44,7 +44,7 @@ impl Backend for SlowSandbox {
 
 /// A client that declares the tasks extension.
 #[derive(Clone)]
-struct Poller;
+pub(crate) struct Poller;
 
 impl ClientHandler for Poller {
     fn get_info(&self) -> ClientConfig {
