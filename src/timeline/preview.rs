@@ -88,7 +88,9 @@ fn strip_tags(html: &str) -> String {
 mod tests {
     use super::*;
 
-    /// The issue's Task: plain text whose `<` and `>` are words.
+    /// The issue's Task: plain text whose `<` and `>` are words (`Description`, a `textarea`:
+    /// "Task", Object Reference,
+    /// <https://developer.salesforce.com/docs/atlas.en-us.object_reference.meta/object_reference/sforce_api_objects_task.htm>).
     #[test]
     fn plain_text_keeps_its_words_as_written() {
         let description = "Budget <50k confirmed; decision > 2 weeks away";
@@ -103,7 +105,9 @@ mod tests {
         );
     }
 
-    /// HubSpot's rich text: tags go, every entity is read (named, decimal, hexadecimal).
+    /// HubSpot's rich text: tags go, every entity is read (named, decimal, hexadecimal). A
+    /// note's `hs_note_body` is HTML ("Notes", CRM API guide,
+    /// <https://developers.hubspot.com/docs/api-reference/crm-notes-v3/guide>).
     #[test]
     fn html_loses_its_tags_and_reads_every_entity() {
         let body = "<div><p>Maria&#39;s team said &quot;yes&quot; &lt;pending legal&gt;</p>\
