@@ -262,8 +262,9 @@ async fn two_serve_processes_share_the_registry_its_changes_and_the_disconnects(
     let broker = Broker::start(&dir);
     let alice = ("acme-token", "acme", "alice");
     let bob = ("globex-token", "globex", "bob");
-    // First only acme (its writes confirmed with a token), with alice's token.
-    let acme_only = broker.tenants_file(&["acme"], &[alice]);
+    let carol = ("acme-carol-token", "acme", "carol");
+    // First only acme (its writes confirmed with a token), with alice's and carol's tokens.
+    let acme_only = broker.tenants_file(&["acme"], &[alice, carol]);
     let imported = command(
         &store,
         &dir,
@@ -336,6 +337,19 @@ async fn two_serve_processes_share_the_registry_its_changes_and_the_disconnects(
         written["record_count"].as_u64().unwrap(),
         "{page}"
     );
+    // It is alice's: carol, of the same tenant, finds it on neither host (issue 35).
+    for host in [&a.url, &b.url] {
+        let carol = client(host, "acme-carol-token").await;
+        let read = tool(
+            &carol,
+            "crm_read_result_file",
+            json!({"file": uri, "offset": 0, "limit": 10}),
+        )
+        .await;
+        assert_eq!(read.is_error, Some(true), "{read:?}");
+        let listed = carol.peer().list_all_resources().await.unwrap();
+        assert!(listed.iter().all(|r| r.uri != uri), "{listed:?}");
+    }
 
     // A tenant added to the registry is served by both hosts, without a restart; then the
     // acme token is revoked and neither host lets it in.
