@@ -216,6 +216,37 @@ pub enum RetryHint {
     NotSoon,
 }
 
+/// Why the host kept a request from leaving (WIT `egress.refusal`). The host says so through
+/// its own interface rather than an answer in a CRM's shape, so the component knows for certain
+/// that nothing reached the CRM, whatever the request was.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HostRefusal {
+    /// The account's request allowance is spent for now; room again after this long.
+    Paced(Duration),
+    /// The host cannot pace or journal the request now (its shared store does not answer).
+    HostUnavailable(String),
+    /// The workspace's operator disconnected the CRM.
+    Disconnected(String),
+    /// Outside what the tool may reach.
+    Denied(String),
+}
+
+impl std::fmt::Display for HostRefusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            HostRefusal::Paced(wait) => write!(
+                f,
+                "the host is holding this account's requests to stay within the CRM's limit \
+                 (room again in {} s)",
+                wait.as_secs().max(1)
+            ),
+            HostRefusal::HostUnavailable(why)
+            | HostRefusal::Disconnected(why)
+            | HostRefusal::Denied(why) => f.write_str(why),
+        }
+    }
+}
+
 /// Why a request got no response. Each case says whether the request may have reached the CRM,
 /// which decides whether a write can be reported as not done or only as outcome unknown.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -223,6 +254,9 @@ pub enum TransportError {
     /// The request never left: connection refused, DNS failure, or the host denied it.
     #[error("the request was not sent: {0}")]
     NotSent(String),
+    /// The host kept the request in, and said why.
+    #[error("the host did not send the request: {0}")]
+    Refused(HostRefusal),
     /// No answer in time; the CRM may have received and acted on the request.
     #[error("no response within {0:?}")]
     Timeout(Duration),
@@ -240,7 +274,10 @@ pub enum TransportError {
 impl TransportError {
     /// True when the CRM may have seen the request.
     pub fn may_have_reached_crm(&self) -> bool {
-        !matches!(self, TransportError::NotSent(_))
+        !matches!(
+            self,
+            TransportError::NotSent(_) | TransportError::Refused(_)
+        )
     }
 }
 

@@ -7,7 +7,7 @@
 
 use crate::config::Limits;
 use crate::error::{Crm, CrmProblem, ToolError};
-use crate::http::{Effect, Request, Response, RetryHint, Transport, TransportError};
+use crate::http::{Effect, HostRefusal, Request, Response, RetryHint, Transport, TransportError};
 use std::time::Duration;
 
 /// Reads a CRM's answer for when to try again; each CRM's client passes its own.
@@ -57,6 +57,9 @@ pub fn execute(
                     None => return Ok(Answer { response, hint }),
                 }
             }
+            // The host's own refusal: nothing left, and waiting here would not help (the
+            // host already held the request as long as it may).
+            Err(TransportError::Refused(refusal)) => return Err(refused(request, refusal)),
             Err(err) => {
                 if request.effect() == Effect::Write {
                     return Err(if err.may_have_reached_crm() {
@@ -104,6 +107,28 @@ fn wait_before_retry(hint: Option<RetryHint>, attempt: u32, limits: &Limits) -> 
         None => backoff(attempt, limits),
     };
     (wait <= limits.max_retry_wait).then_some(wait)
+}
+
+/// What the user is told when the host kept the request in: what to do, and that nothing was
+/// sent (so a write may simply be made again).
+fn refused(request: &Request, refusal: HostRefusal) -> ToolError {
+    let what = format!(
+        "{} {} was not sent",
+        request.method().as_str(),
+        request.url().path()
+    );
+    match refusal {
+        HostRefusal::Paced(wait) => ToolError::RateLimited(Some(
+            u32::try_from(wait.as_secs().max(1)).unwrap_or(u32::MAX),
+        )),
+        HostRefusal::HostUnavailable(why) => ToolError::Unavailable(format!(
+            "{what}: {why}. Nothing was sent, so the same request can be made again shortly"
+        )),
+        HostRefusal::Disconnected(why) => ToolError::NotConnected(format!("{what}: {why}")),
+        HostRefusal::Denied(why) => ToolError::Forbidden(format!(
+            "{what}: the host does not let this tool make this request ({why})"
+        )),
+    }
 }
 
 fn write_unknown(request: &Request, what: &str) -> ToolError {
@@ -285,6 +310,46 @@ pub(crate) mod tests {
             matches!(&err, ToolError::Unavailable(m) if m.contains("nothing was written")),
             "{err:?}"
         );
+    }
+
+    /// Every refusal the host can make, to a read and to a write: what the model is told. None
+    /// is retried, none reads as "sent", and each says that nothing was sent.
+    #[test]
+    fn the_hosts_refusals_are_told_as_not_sent_for_reads_and_writes_alike() {
+        let table: [(HostRefusal, &str); 4] = [
+            (HostRefusal::Paced(Duration::from_secs(7)), "rate-limited"),
+            (
+                HostRefusal::HostUnavailable("the fleet's store does not answer".into()),
+                "unavailable",
+            ),
+            (
+                HostRefusal::Disconnected("HubSpot was disconnected for this workspace".into()),
+                "not-connected",
+            ),
+            (
+                HostRefusal::Denied("not this tenant's broker".into()),
+                "forbidden",
+            ),
+        ];
+        for (refusal, kind) in table {
+            for request in [read(), write()] {
+                let mut t = ScriptedTransport::new([Err(TransportError::Refused(refusal.clone()))]);
+                let err = execute(&mut t, &Limits::default(), &request, plain).unwrap_err();
+                assert_eq!(err.kind(), kind, "{refusal:?} {request:?}");
+                assert_eq!(
+                    (t.sent.len(), t.slept.len()),
+                    (1, 0),
+                    "tried once, never waited"
+                );
+                match &err {
+                    ToolError::RateLimited(seconds) => assert_eq!(*seconds, Some(7)),
+                    other => assert!(
+                        other.to_string().contains("was not sent"),
+                        "{refusal:?}: {other}"
+                    ),
+                }
+            }
+        }
     }
 
     #[test]

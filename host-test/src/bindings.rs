@@ -52,8 +52,14 @@ impl ToolError {
     pub fn message(&self) -> String {
         match self {
             ToolError::MissingScopes(scopes) => scopes.join(", "),
-            ToolError::RateLimited(Some(s)) => format!("retry in {s} s"),
-            ToolError::RateLimited(None) => "rate limited".into(),
+            // A rate-limited request was not carried out, whoever refused it (the CRM's 429, or
+            // the host holding the account's requests): the model may say so.
+            ToolError::RateLimited(Some(s)) => {
+                format!("the account's request limit is reached; nothing was done. Retry in {s} s")
+            }
+            ToolError::RateLimited(None) => {
+                "the account's request limit is reached; nothing was done. Retry later".into()
+            }
             ToolError::NotConnected(m)
             | ToolError::Forbidden(m)
             | ToolError::InvalidInput(m)

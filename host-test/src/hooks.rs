@@ -2,8 +2,9 @@
 //!
 //! For each call the host builds [`BrokerHooks`] for the calling tenant and tool alone. They
 //! admit a request only if it goes to that tenant's broker and the component's egress policy
-//! admits it for that tool (which never includes DELETE, in any spelling), answer `401`
-//! themselves when that CRM is disconnected, add the tenant's `X-Proxy-Credential` (which the
+//! admits it for that tool (which never includes DELETE, in any spelling), refuse it
+//! themselves when that CRM is disconnected or its account has no room (saying why through
+//! [`crate::refusal`], never in a CRM's shape), add the tenant's `X-Proxy-Credential` (which the
 //! guest may neither set nor see), clamp the time it may take, record it in the audit trail,
 //! and hand it to the backend.
 
@@ -11,9 +12,9 @@ use crate::audit::{AuditEvent, AuditLog, millis};
 use crate::backend::Backend;
 use crate::connections::Connections;
 use crate::credential::CREDENTIAL_HEADER;
-use crate::egress::{Admitted, Crm, Policy, Refusal, Roots};
-use crate::pacing::{Paced, Pacer};
-use http::HeaderValue;
+use crate::egress::{Admitted, Policy, Refusal, Roots};
+use crate::pacing::{Pacer, Traffic};
+use crate::refusal::{HostRefusal, RefusalSlot};
 use http_body_util::{BodyExt, Full, Limited};
 use std::fmt;
 use std::sync::Arc;
@@ -149,6 +150,8 @@ pub struct BrokerHooks {
     /// Holds each request until its account has room (this host's, or the fleet's); none
     /// leaves pacing to the component and the CRM's own `429`s.
     pub pacer: Option<Pacer>,
+    /// Why the latest request the hooks kept in was kept in, for the component to ask.
+    pub refusals: RefusalSlot,
 }
 
 impl BrokerHooks {
@@ -201,6 +204,7 @@ impl WasiHttpHooks for BrokerHooks {
         let audit = self.audit.clone();
         let max_request_bytes = self.max_request_bytes;
         let pacer = self.pacer.clone();
+        let refusals = self.refusals.clone();
         Box::new(async move {
             let method = request.method().to_string();
             let path = request.uri().path().to_string();
@@ -222,23 +226,23 @@ impl WasiHttpHooks for BrokerHooks {
                 Ok(admitted) => admitted,
                 Err(denial) => {
                     log(None, denial.to_string(), None);
-                    return Err(HttpError::HttpRequestDenied);
+                    return Err(refusals.refuse(HostRefusal::Denied(denial.to_string())));
                 }
             };
             let Some(credential) = connections.credential(integration) else {
                 let refusal = Denial::Egress(Refusal::Disconnected(integration));
-                log(Some(401), refusal.to_string(), None);
-                return Ok(disconnected(integration));
+                log(None, refusal.to_string(), None);
+                return Err(refusals.refuse(HostRefusal::Disconnected(integration)));
             };
             // Waiting for the account's room is not the request's time: it comes first.
-            let search = request.method() == http::Method::POST && path.ends_with("/search");
+            let traffic = Traffic::of(request.method(), &path);
             let _permit = match &pacer {
                 None => None,
-                Some(pacer) => match pacer.acquire(&tenant, integration, search).await {
+                Some(pacer) => match pacer.acquire(&tenant, integration, traffic).await {
                     Ok(permit) => Some(permit),
                     Err(paced) => {
-                        log(Some(429), format!("held back: {paced}"), None);
-                        return Ok(paced_answer(integration, &paced));
+                        log(None, format!("held back: {paced}; nothing was sent"), None);
+                        return Err(refusals.refuse(paced.into()));
                     }
                 },
             };
@@ -250,7 +254,9 @@ impl WasiHttpHooks for BrokerHooks {
                     .map_err(|_| HttpError::HttpRequestBodySize(None))?
                     .to_bytes();
                 if !body_allowed && !body.is_empty() {
-                    return Err(HttpError::HttpRequestDenied);
+                    return Err(refusals.refuse(HostRefusal::Denied(
+                        "a body on a request that takes none".into(),
+                    )));
                 }
                 parts.headers.remove(&CREDENTIAL_HEADER);
                 parts
@@ -309,85 +315,6 @@ fn retry_after(parts: &http::response::Parts) -> Option<Duration> {
         .parse()
         .ok()?;
     Some(Duration::from_secs(seconds.min(3600)))
-}
-
-/// The answer for a request held back by the pacer: a `429` in the CRM's own shape with
-/// `Retry-After` (the component then retries or reports `rate-limited`), or a `503` when the
-/// fleet's store does not answer. Nothing was sent.
-fn paced_answer(
-    integration: Crm,
-    paced: &Paced,
-) -> (
-    http::Response<WasiBody>,
-    Box<dyn Future<Output = Result<(), HttpError>> + Send>,
-) {
-    let (status, retry) = match paced {
-        Paced::Busy(wait) => (http::StatusCode::TOO_MANY_REQUESTS, wait.as_secs().max(1)),
-        Paced::Store(_) => (http::StatusCode::SERVICE_UNAVAILABLE, 1),
-    };
-    let message = format!("{paced}; nothing was sent");
-    let body = match integration {
-        Crm::Hubspot => serde_json::json!({
-            "status": "error",
-            "category": "RATE_LIMITS",
-            "policyName": "TEN_SECONDLY_ROLLING",
-            "message": message,
-        }),
-        Crm::Salesforce => serde_json::json!([{
-            "errorCode": "REQUEST_LIMIT_EXCEEDED",
-            "message": message,
-        }]),
-    };
-    let (mut response, done) = local_answer(status, body);
-    response
-        .headers_mut()
-        .insert(http::header::RETRY_AFTER, HeaderValue::from(retry));
-    (response, done)
-}
-
-/// A JSON answer the host gives itself.
-fn local_answer(
-    status: http::StatusCode,
-    body: serde_json::Value,
-) -> (
-    http::Response<WasiBody>,
-    Box<dyn Future<Output = Result<(), HttpError>> + Send>,
-) {
-    let body: WasiBody = Full::new(bytes::Bytes::from(body.to_string()))
-        .map_err(|never| match never {})
-        .boxed_unsync();
-    let mut response = http::Response::new(body);
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        http::header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    (response, Box::new(async { Ok(()) }))
-}
-
-/// The answer for a CRM an operator disconnected, as the broker gives once credentials are
-/// removed (a 401 in each CRM's own error shape), so the component says `not-connected`.
-/// Nothing was sent.
-fn disconnected(
-    integration: Crm,
-) -> (
-    http::Response<WasiBody>,
-    Box<dyn Future<Output = Result<(), HttpError>> + Send>,
-) {
-    let body = match integration {
-        Crm::Hubspot => serde_json::json!({
-            "status": "error",
-            "category": "INVALID_AUTHENTICATION",
-            "message": "HubSpot was disconnected for this workspace; nothing was sent. \
-                        Reconnect HubSpot in the workspace's integration settings.",
-        }),
-        Crm::Salesforce => serde_json::json!([{
-            "errorCode": "INVALID_SESSION_ID",
-            "message": "Salesforce was disconnected for this workspace; nothing was sent. \
-                        Reconnect Salesforce in the workspace's integration settings.",
-        }]),
-    };
-    local_answer(http::StatusCode::UNAUTHORIZED, body)
 }
 
 #[cfg(test)]

@@ -379,6 +379,7 @@ impl Host {
             max_request_bytes: limits.max_request_bytes,
             writes_sent: writes,
             pacer: self.pacer.clone(),
+            refusals: Default::default(),
         };
         Ok(self.runtime.store(tenant, hooks, user_id.into()))
     }

@@ -14,6 +14,9 @@ pub(crate) struct JournalView<'a> {
     pub(crate) db: &'a TenantDb,
     pub(crate) identity: CallIdentity<'a>,
     pub(crate) policy: &'a HostPolicy,
+    /// When the call will have ended, its time limit passed: each change it journals is
+    /// leased to it until then.
+    pub(crate) lease_until_ms: i64,
 }
 
 /// The `change-journal` capability, for the linker: its host data is a [`JournalView`].
@@ -79,6 +82,7 @@ impl wit::Host for JournalView<'_> {
             old_values: &entry.old_values,
             new_values: &entry.new_values,
             reverts: entry.reverts.as_deref(),
+            lease_until_ms: self.lease_until_ms,
         };
         Ok(self.db.journal_change(&self.identity, &change)?)
     }

@@ -28,6 +28,7 @@ pub mod metrics;
 pub mod pacing;
 pub mod private_fs;
 pub mod progress;
+pub mod refusal;
 pub mod result_file;
 pub mod runtime;
 pub mod tasks;

@@ -14,6 +14,7 @@ use crate::backend::BoxFuture;
 use crate::egress::Crm;
 use crate::tenant_db::StoreError;
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -91,11 +92,39 @@ pub enum Paced {
     Store(StoreError),
 }
 
+/// What a request is to the pacer: HubSpot's searches have a lane of their own, and a write
+/// needs the fleet's store (where its journal lives too), so it never goes on a local guess.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Traffic {
+    Read,
+    Search,
+    Write,
+}
+
+impl Traffic {
+    /// A `GET` reads; a `POST` to a `/search` path is a HubSpot search (a read); any other
+    /// method writes.
+    pub fn of(method: &http::Method, path: &str) -> Self {
+        if method == http::Method::GET {
+            Traffic::Read
+        } else if method == http::Method::POST && path.ends_with("/search") {
+            Traffic::Search
+        } else {
+            Traffic::Write
+        }
+    }
+}
+
 /// Lets a request out when its account has room.
 #[derive(Clone)]
 pub struct Pacer {
     store: Arc<dyn PaceStore>,
     limits: PacingLimits,
+    /// Where reads are paced while `store` does not answer, and the share of each limit they
+    /// get there; none when `store` is this process's memory already.
+    fallback: Option<(Arc<LocalPaces>, u32)>,
+    /// Whether the last look at `store` failed, so the fall-back is logged once, not per request.
+    degraded: Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// A request let out; a Salesforce lease is given back when it is dropped.
@@ -122,9 +151,35 @@ fn key(account: &str, lane: &str) -> String {
     format!("{account}/{lane}")
 }
 
+impl PacingLimits {
+    /// One host's share when `hosts` share the account and cannot agree through a store:
+    /// each limit divided among them (at least one request each).
+    pub fn share(self, hosts: u32) -> Self {
+        let hosts = hosts.max(1);
+        let part = |n: u32| (n / hosts).max(1);
+        PacingLimits {
+            hubspot: Window {
+                requests: part(self.hubspot.requests),
+                ..self.hubspot
+            },
+            hubspot_search: Window {
+                requests: part(self.hubspot_search.requests),
+                ..self.hubspot_search
+            },
+            salesforce_concurrent: part(self.salesforce_concurrent),
+            max_wait: self.max_wait,
+        }
+    }
+}
+
 impl Pacer {
     pub fn new(store: Arc<dyn PaceStore>, limits: PacingLimits) -> Self {
-        Pacer { store, limits }
+        Pacer {
+            store,
+            limits,
+            fallback: None,
+            degraded: Arc::default(),
+        }
     }
 
     /// This process's memory: one host's pace.
@@ -132,57 +187,63 @@ impl Pacer {
         Pacer::new(Arc::new(LocalPaces::default()), limits)
     }
 
+    /// While the store does not answer, reads go on paced in this process to a `1/hosts` share
+    /// of each limit (so `hosts` hosts doing the same stay within the account's limit); writes
+    /// are refused, as nothing can be journalled either.
+    pub fn with_local_fallback(mut self, hosts: u32) -> Self {
+        self.fallback = Some((Arc::new(LocalPaces::default()), hosts.max(1)));
+        self
+    }
+
     pub fn limits(&self) -> PacingLimits {
         self.limits
     }
 
-    /// Waits until one more request to `integration` may go for `account` (a tenant);
-    /// `search` marks a HubSpot search.
+    /// Waits until one more request to `integration` may go for `account` (a tenant).
     pub async fn acquire(
         &self,
         account: &str,
         integration: Crm,
-        search: bool,
+        traffic: Traffic,
     ) -> Result<Permit, Paced> {
         let started = Instant::now();
-        let mut limits = self.limits;
-        limits.hubspot.per += JITTER_MARGIN;
-        limits.hubspot_search.per += JITTER_MARGIN;
-        let step = || async {
-            match integration {
-                Crm::Hubspot => {
-                    if search {
-                        let lane = key(account, "hubspot-search");
-                        if let Some(wait) =
-                            self.store.try_send(&lane, limits.hubspot_search).await?
-                        {
-                            return Ok(Err(wait));
-                        }
-                    }
-                    let lane = key(account, "hubspot");
-                    Ok(match self.store.try_send(&lane, limits.hubspot).await? {
-                        None => Ok(Permit { lease: None }),
-                        Some(wait) => Err(wait),
-                    })
-                }
-                Crm::Salesforce => {
-                    let lane = key(account, "salesforce");
-                    let got = self
-                        .store
-                        .try_lease(&lane, limits.salesforce_concurrent, LEASE_TTL)
-                        .await?;
-                    Ok(got.map(|lease| Permit {
-                        lease: Some((self.store.clone(), lane, lease)),
-                    }))
-                }
-            }
-        };
         loop {
-            let wait = match step().await.map_err(Paced::Store)? {
+            let step =
+                match take_room(&self.store, self.limits, account, integration, traffic).await {
+                    Ok(step) => {
+                        if self.degraded.swap(false, Ordering::Relaxed) {
+                            tracing::info!("pacing: the fleet's store answers again");
+                        }
+                        step
+                    }
+                    Err(err) => match (&self.fallback, traffic) {
+                        (Some((local, hosts)), Traffic::Read | Traffic::Search) => {
+                            if !self.degraded.swap(true, Ordering::Relaxed) {
+                                tracing::warn!(
+                                    "pacing: the fleet's store does not answer ({err}); reads go \
+                                 on at a 1/{hosts} share of each account's limit, writes are \
+                                 refused"
+                                );
+                            }
+                            let local: Arc<dyn PaceStore> = local.clone();
+                            take_room(
+                                &local,
+                                self.limits.share(*hosts),
+                                account,
+                                integration,
+                                traffic,
+                            )
+                            .await
+                            .map_err(Paced::Store)?
+                        }
+                        _ => return Err(Paced::Store(err)),
+                    },
+                };
+            let wait = match step {
                 Ok(permit) => return Ok(permit),
                 Err(wait) => wait.max(Duration::from_millis(1)),
             };
-            if started.elapsed() + wait > limits.max_wait {
+            if started.elapsed() + wait > self.limits.max_wait {
                 return Err(Paced::Busy(wait));
             }
             tokio::time::sleep(wait).await;
@@ -198,6 +259,45 @@ impl Pacer {
         };
         // Best effort: the CRM itself still refuses what comes too early.
         let _ = self.store.pause(&key(account, lane), pause).await;
+        if let Some((local, _)) = &self.fallback {
+            let _ = local.pause(&key(account, lane), pause).await;
+        }
+    }
+}
+
+/// One attempt at room in `store`: a permit, or how long until there may be room.
+async fn take_room(
+    store: &Arc<dyn PaceStore>,
+    mut limits: PacingLimits,
+    account: &str,
+    integration: Crm,
+    traffic: Traffic,
+) -> Result<Result<Permit, Duration>, StoreError> {
+    limits.hubspot.per += JITTER_MARGIN;
+    limits.hubspot_search.per += JITTER_MARGIN;
+    match integration {
+        Crm::Hubspot => {
+            if traffic == Traffic::Search {
+                let search = key(account, "hubspot-search");
+                if let Some(wait) = store.try_send(&search, limits.hubspot_search).await? {
+                    return Ok(Err(wait));
+                }
+            }
+            let all = key(account, "hubspot");
+            Ok(match store.try_send(&all, limits.hubspot).await? {
+                None => Ok(Permit { lease: None }),
+                Some(wait) => Err(wait),
+            })
+        }
+        Crm::Salesforce => {
+            let all = key(account, "salesforce");
+            let got = store
+                .try_lease(&all, limits.salesforce_concurrent, LEASE_TTL)
+                .await?;
+            Ok(got.map(|lease| Permit {
+                lease: Some((store.clone(), all, lease)),
+            }))
+        }
     }
 }
 
@@ -350,7 +450,10 @@ mod tests {
         let pacer = Pacer::local(limits);
         let started = Instant::now();
         for _ in 0..3 {
-            pacer.acquire("t", Crm::Hubspot, false).await.unwrap();
+            pacer
+                .acquire("t", Crm::Hubspot, Traffic::Read)
+                .await
+                .unwrap();
         }
         assert!(
             started.elapsed() >= Duration::from_millis(200),
@@ -358,10 +461,103 @@ mod tests {
         );
         pacer.pause("t", Crm::Hubspot, Duration::from_secs(5)).await;
         assert!(matches!(
-            pacer.acquire("t", Crm::Hubspot, false).await,
+            pacer.acquire("t", Crm::Hubspot, Traffic::Read).await,
             Err(Paced::Busy(_))
         ));
         // Another account is not held.
-        pacer.acquire("u", Crm::Hubspot, false).await.unwrap();
+        pacer
+            .acquire("u", Crm::Hubspot, Traffic::Read)
+            .await
+            .unwrap();
+    }
+
+    /// A store that never answers, as the fleet's database during an outage.
+    struct Away;
+
+    impl PaceStore for Away {
+        fn try_send(&self, _: &str, _: Window) -> BoxFuture<Result<Option<Duration>, StoreError>> {
+            Box::pin(async { Err(StoreError::Unavailable("connection refused".into())) })
+        }
+        fn try_lease(
+            &self,
+            _: &str,
+            _: u32,
+            _: Duration,
+        ) -> BoxFuture<Result<Result<LeaseId, Duration>, StoreError>> {
+            Box::pin(async { Err(StoreError::Unavailable("connection refused".into())) })
+        }
+        fn release(&self, _: &str, _: LeaseId) {}
+        fn pause(&self, _: &str, _: Duration) -> BoxFuture<Result<(), StoreError>> {
+            Box::pin(async { Err(StoreError::Unavailable("connection refused".into())) })
+        }
+    }
+
+    #[tokio::test]
+    async fn with_the_store_away_reads_go_on_at_a_local_share_and_writes_are_refused() {
+        let limits = PacingLimits {
+            hubspot: Window {
+                requests: 8,
+                per: Duration::from_secs(60),
+            },
+            salesforce_concurrent: 6,
+            max_wait: Duration::from_millis(50),
+            ..PacingLimits::default()
+        };
+        let strict = Pacer::new(Arc::new(Away), limits);
+        assert!(matches!(
+            strict.acquire("t", Crm::Hubspot, Traffic::Read).await,
+            Err(Paced::Store(_))
+        ));
+        let pacer = Pacer::new(Arc::new(Away), limits).with_local_fallback(4);
+        // A quarter of 8 in the window: two reads, then the third is told to wait.
+        for _ in 0..2 {
+            pacer
+                .acquire("t", Crm::Hubspot, Traffic::Read)
+                .await
+                .unwrap();
+        }
+        assert!(matches!(
+            pacer.acquire("t", Crm::Hubspot, Traffic::Search).await,
+            Err(Paced::Busy(_))
+        ));
+        // Salesforce: a quarter of 6 leases held at once is one.
+        let held = pacer
+            .acquire("t", Crm::Salesforce, Traffic::Read)
+            .await
+            .unwrap();
+        assert!(matches!(
+            pacer.acquire("t", Crm::Salesforce, Traffic::Read).await,
+            Err(Paced::Busy(_))
+        ));
+        drop(held);
+        pacer
+            .acquire("t", Crm::Salesforce, Traffic::Read)
+            .await
+            .unwrap();
+        // A write is never let out on a local guess.
+        for crm in [Crm::Hubspot, Crm::Salesforce] {
+            assert!(matches!(
+                pacer.acquire("u", crm, Traffic::Write).await,
+                Err(Paced::Store(_))
+            ));
+        }
+    }
+
+    #[test]
+    fn a_request_is_a_read_a_search_or_a_write_by_its_method() {
+        use http::Method;
+        assert_eq!(
+            Traffic::of(&Method::GET, "/crm/v3/objects/deals"),
+            Traffic::Read
+        );
+        assert_eq!(
+            Traffic::of(&Method::POST, "/crm/v3/objects/deals/search"),
+            Traffic::Search
+        );
+        assert_eq!(
+            Traffic::of(&Method::POST, "/crm/v3/objects/deals"),
+            Traffic::Write
+        );
+        assert_eq!(Traffic::of(&Method::PATCH, "/x/search"), Traffic::Write);
     }
 }

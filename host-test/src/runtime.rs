@@ -15,6 +15,7 @@ use crate::hooks::BrokerHooks;
 use crate::journal::{ChangeJournal, JournalView};
 use crate::mapping_store::{MappingStore, MappingStoreView};
 use crate::progress::{CallProgress, Progress, ProgressSink};
+use crate::refusal::Egress;
 use crate::tenant_db::TenantDb;
 use crate::tenant_db::journal::CallIdentity;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -43,6 +44,10 @@ const MEMORY_KEPT_RESIDENT: usize = 2 << 20;
 
 /// The same for tables.
 const TABLE_KEPT_RESIDENT: usize = 64 << 10;
+
+/// How long past a call's time limit its journal entries stay leased to it: the time the
+/// trapped call's host takes to drop it and settle what it knows.
+const LEASE_MARGIN_MS: i64 = 5_000;
 
 /// Bounds the host puts on every call, whatever the component or tenant asks for.
 #[derive(Debug, Clone, Copy)]
@@ -97,6 +102,9 @@ pub struct CallState {
     pub(crate) policy: Arc<HostPolicy>,
     /// The audit trail's id of this call, kept with every change it journals.
     pub(crate) call_id: Arc<str>,
+    /// When the call will have ended whatever happens (its time limit, plus a margin for the
+    /// host's own settling): the lease of every change it journals.
+    lease_until_ms: i64,
     /// Where the call's progress goes, when someone asked for it.
     progress: CallProgress,
 }
@@ -194,6 +202,7 @@ impl CallState {
                 call_id: &self.call_id,
             },
             policy: &self.policy,
+            lease_until_ms: self.lease_until_ms,
         }
     }
 }
@@ -433,6 +442,9 @@ impl Runtime {
             connections: tenant.connections,
             policy: tenant.policy,
             call_id: tenant.call_id,
+            lease_until_ms: crate::tenant_db::now_ms()
+                .saturating_add(i64::try_from(time_limit.as_millis()).unwrap_or(i64::MAX))
+                .saturating_add(LEASE_MARGIN_MS),
             progress: CallProgress::new(tenant.progress),
             hooks,
             user_id,
@@ -499,6 +511,9 @@ fn plugin_linker(engine: &Engine) -> wasmtime::Result<Linker<CallState>> {
         l,
         CallState::progress,
     )?;
+    crate::bindings::crm::plugin::egress::add_to_linker::<CallState, Egress>(l, |s| {
+        &s.hooks.refusals
+    })?;
     Ok(linker)
 }
 

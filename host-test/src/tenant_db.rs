@@ -18,6 +18,7 @@ mod error;
 pub mod journal;
 pub mod postgres;
 pub mod rows;
+mod settle;
 mod sqlite;
 #[cfg(test)]
 pub(crate) mod testing;
@@ -90,6 +91,8 @@ pub struct TenantDb {
     rows: Arc<dyn Rows>,
     /// The confirmation-signing key, read (or made) once.
     signing_key: OnceLock<ring::hmac::Key>,
+    /// Outcomes of this tenant's writes the store did not take when they were settled.
+    unsettled: std::sync::Mutex<Vec<settle::Unsettled>>,
 }
 
 impl std::fmt::Debug for TenantDb {
@@ -100,7 +103,7 @@ impl std::fmt::Debug for TenantDb {
     }
 }
 
-fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
@@ -117,6 +120,7 @@ impl TenantDb {
             tenant: tenant.into(),
             rows,
             signing_key: OnceLock::new(),
+            unsettled: Default::default(),
         })
     }
 

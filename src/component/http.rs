@@ -9,7 +9,7 @@ use super::wasi::http::types::{
 };
 use super::wasi::io::poll;
 use super::wasi::io::streams::StreamError;
-use crate::http::{Method, Request, Response, Transport, TransportError};
+use crate::http::{HostRefusal, Method, Request, Response, Transport, TransportError};
 use std::time::Duration;
 
 /// `wasi:http` as the core's transport.
@@ -213,6 +213,11 @@ fn read_body(
 /// Sorts `wasi:http` error codes by whether the request may have reached the CRM.
 fn from_error_code(code: ErrorCode, timeout: Duration) -> TransportError {
     match code {
+        // The host kept it in; it says why through `egress`.
+        ErrorCode::HttpRequestDenied => match super::crm::plugin::egress::take_refusal() {
+            Some(refusal) => TransportError::Refused(host_refusal(refusal)),
+            None => TransportError::NotSent(format!("{code:?}")),
+        },
         ErrorCode::DnsTimeout
         | ErrorCode::DnsError(_)
         | ErrorCode::DestinationNotFound
@@ -224,7 +229,6 @@ fn from_error_code(code: ErrorCode, timeout: Duration) -> TransportError {
         | ErrorCode::TlsProtocolError
         | ErrorCode::TlsCertificateError
         | ErrorCode::TlsAlertReceived(_)
-        | ErrorCode::HttpRequestDenied
         | ErrorCode::HttpRequestMethodInvalid
         | ErrorCode::HttpRequestUriInvalid
         | ErrorCode::HttpRequestUriTooLong => TransportError::NotSent(format!("{code:?}")),
@@ -235,5 +239,16 @@ fn from_error_code(code: ErrorCode, timeout: Duration) -> TransportError {
             limit: size.map_or(usize::MAX, |s| s as usize),
         },
         other => TransportError::Interrupted(format!("{other:?}")),
+    }
+}
+
+/// The host's refusal in the core's terms.
+fn host_refusal(refusal: super::crm::plugin::egress::Refusal) -> HostRefusal {
+    use super::crm::plugin::egress::Refusal;
+    match refusal {
+        Refusal::Paced(seconds) => HostRefusal::Paced(Duration::from_secs(seconds.into())),
+        Refusal::HostUnavailable(why) => HostRefusal::HostUnavailable(why),
+        Refusal::Disconnected(why) => HostRefusal::Disconnected(why),
+        Refusal::Denied(why) => HostRefusal::Denied(why),
     }
 }

@@ -219,8 +219,9 @@ impl WriteGuard for WriteGate {
     }
 }
 
-/// Refuses a create while an earlier create of the same values has an unknown outcome: it may
-/// have been made, and a second would be a duplicate.
+/// Refuses a create while an earlier create of the same values has an unknown outcome (it may
+/// have been made, and a second would be a duplicate) or is still pending (being made now, or
+/// its host died mid-way: the host turns it unknown once its call's time is up).
 fn refuse_while_unknown(session: &mut Session<'_>, target: &WriteTarget) -> Result<(), ToolError> {
     let filter = ChangeFilter {
         object: Some(target.object.clone()),
@@ -239,12 +240,20 @@ fn refuse_while_unknown(session: &mut Session<'_>, target: &WriteTarget) -> Resu
                     .is_some_and(|now| current::same_value(value, now))
             })
     };
-    match earlier.iter().find(|c| {
-        c.status == ChangeStatus::Unknown
+    let earlier = earlier.iter().find(|c| {
+        matches!(c.status, ChangeStatus::Unknown | ChangeStatus::Pending)
             && c.entry.kind == ChangeKind::Create
             && c.entry.crm == target.crm
             && same(&c.entry.new_values)
-    }) {
+    });
+    match earlier {
+        Some(change) if change.status == ChangeStatus::Pending => Err(ToolError::invalid(format!(
+            "the same {} create (change {}) is being made right now, by this or another \
+             session, or its host stopped while making it; nothing was sent. Wait for it: call \
+             crm_list_changes, and if change \"{}\" turns unknown (at most a few minutes), call \
+             crm_resolve_change with it before creating the record again",
+            target.object, change.id, change.id
+        ))),
         Some(change) => Err(ToolError::invalid(format!(
             "an earlier create of this same {} record (change {}) has an unknown outcome: it may \
              have been made. Call crm_resolve_change with change_id \"{}\" first; nothing was \

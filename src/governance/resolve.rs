@@ -155,7 +155,14 @@ fn unresolved_create(change: &Change) -> Result<(), ToolError> {
         ChangeStatus::Unknown => return Ok(()),
         ChangeStatus::Applied => "applied",
         ChangeStatus::Failed => "failed",
-        ChangeStatus::Pending => "still pending",
+        ChangeStatus::Pending => {
+            return Err(ToolError::invalid(format!(
+                "change {} is still being written: its call has not ended (or its host stopped; \
+                 then the change turns unknown once the call's time limit has passed, a few \
+                 minutes at most). Call crm_resolve_change with it again then",
+                change.id
+            )));
+        }
         ChangeStatus::Declined => "declined by the user (nothing was sent)",
     };
     Err(ToolError::invalid(format!(

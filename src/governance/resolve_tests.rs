@@ -181,3 +181,46 @@ fn salesforce_reads_past_the_first_page_by_created_date_and_id() {
         "{second}"
     );
 }
+
+/// A create journalled but not settled: being made now, or its host died mid-way.
+fn pending_create() -> MemoryJournal {
+    let mut journal = unknown_create(
+        Crm::Salesforce,
+        "Account",
+        json!({"Name": "Globex Renewal"}),
+    );
+    journal.changes[0].status = ChangeStatus::Pending;
+    journal
+}
+
+#[test]
+fn the_same_create_while_one_is_pending_is_refused_with_nothing_sent() {
+    let mut journal = pending_create();
+    let mut t = ScriptedTransport::new([]);
+    let err = harness::call_with_journal(
+        &mut t,
+        &mut journal,
+        &harness::config(&[]),
+        "crmb_create_record",
+        &json!({"object": "Account", "fields": {"Name": "Globex Renewal"}}),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(&err, ToolError::InvalidInput(m) if m.contains("being made right now") && m.contains("chg-1")),
+        "{err}"
+    );
+    assert!(t.sent.is_empty(), "nothing was sent");
+    assert_eq!(journal.changes.len(), 1, "nothing new was journalled");
+}
+
+#[test]
+fn a_pending_create_is_not_resolved_yet_and_says_when_it_can_be() {
+    let mut journal = pending_create();
+    let mut t = ScriptedTransport::new([]);
+    let err = resolve(&mut t, &mut journal).unwrap_err();
+    assert!(
+        matches!(&err, ToolError::InvalidInput(m) if m.contains("still being written") && m.contains("turns unknown")),
+        "{err}"
+    );
+    assert!(t.sent.is_empty());
+}

@@ -154,6 +154,7 @@ pub async fn figures(wasm: &[u8]) {
         old_values: "{}",
         new_values: "{}",
         reverts: None,
+        lease_until_ms: i64::MAX,
     };
     let times: Vec<Duration> = (0..SEQUENTIAL)
         .map(|_| {

@@ -25,6 +25,12 @@ pub(super) struct PaceArgs {
     /// Salesforce requests one org may have running at once.
     #[arg(long, global = true, default_value_t = 25)]
     salesforce_concurrent: u32,
+    /// While the fleet's database does not answer, each host paces reads on its own to
+    /// 1/N of every limit above (N hosts doing so stay within the account's limit); writes are
+    /// refused then, with nothing sent, as nothing can be journalled. Give the most hosts that
+    /// serve one tenant.
+    #[arg(long, global = true, default_value_t = 4)]
+    pace_fallback_hosts: u32,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -105,7 +111,9 @@ impl Store {
         };
         match (args.pace, self) {
             (Pace::Off, _) | (Pace::Auto, Store::Sqlite(_)) => None,
-            (_, Store::Postgres(store)) => Some(Pacer::new(store.clone(), limits)),
+            (_, Store::Postgres(store)) => Some(
+                Pacer::new(store.clone(), limits).with_local_fallback(args.pace_fallback_hosts),
+            ),
             (Pace::On, Store::Sqlite(_)) => Some(Pacer::local(limits)),
         }
     }

@@ -15,6 +15,9 @@ use crate::tenant_db::postgres::StoreEvent;
 use std::sync::Arc;
 use tokio::sync::broadcast::error::RecvError;
 
+/// How often a host turns the fleet's orphaned `pending` changes into `unknown`.
+const SWEEP_EVERY_SECONDS: u64 = 5;
+
 impl Host {
     /// Stops serving a tenant (gone from the registry): new calls are refused as for an unknown
     /// tenant; calls running finish. Its store is kept.
@@ -33,9 +36,11 @@ impl Host {
             .map(|entry| entry.plugin.clone())
     }
 
-    /// Applies the fleet's events to this host's tenants until the host is dropped. Call once,
-    /// from the runtime that serves the host.
+    /// Applies the fleet's events to this host's tenants until the host is dropped, and keeps
+    /// their journals settled ([`Host::keep_journals`]). Call once, from the runtime that serves
+    /// the host.
     pub fn follow_store(self: &Arc<Self>, store: &Arc<PgStore>) -> tokio::task::JoinHandle<()> {
+        self.keep_journals(store);
         let mut events = store.events();
         let host = Arc::downgrade(self);
         let store = store.clone();
@@ -56,6 +61,50 @@ impl Host {
                 let store = store.clone();
                 // Reading the store blocks; keep it off the async workers.
                 let _ = tokio::task::spawn_blocking(move || host.apply(&event, &store)).await;
+            }
+        })
+    }
+
+    /// Keeps every journal truthful while the host runs: each second, records the write
+    /// outcomes the store did not take when they were settled (it was away); every few
+    /// seconds, turns the fleet's changes whose calls are over yet still `pending` into
+    /// `unknown` (their host died mid-write). Started by [`Host::follow_store`]; ends with the
+    /// host.
+    fn keep_journals(self: &Arc<Self>, store: &Arc<PgStore>) -> tokio::task::JoinHandle<()> {
+        let host = Arc::downgrade(self);
+        let store = store.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            for round in 0u64.. {
+                tick.tick().await;
+                let Some(host) = host.upgrade() else { return };
+                let waiting: Vec<_> = host
+                    .entries()
+                    .into_iter()
+                    .filter(|entry| entry.mappings.has_remembered())
+                    .collect();
+                let sweep = round % SWEEP_EVERY_SECONDS == 0;
+                if waiting.is_empty() && !sweep {
+                    continue;
+                }
+                let store = store.clone();
+                let _ = tokio::task::spawn_blocking(move || {
+                    for entry in waiting {
+                        entry.mappings.settle_remembered();
+                    }
+                    if sweep {
+                        use crate::tenant_db::rows::Rows;
+                        match store.expire_leases(None, crate::tenant_db::now_ms()) {
+                            Ok(0) | Err(_) => {}
+                            Ok(n) => tracing::warn!(
+                                "change journal: {n} change(s) left pending by a call that \
+                                 ended without settling them (its host died?) are now unknown"
+                            ),
+                        }
+                    }
+                })
+                .await;
             }
         })
     }

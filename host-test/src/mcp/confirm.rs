@@ -380,6 +380,8 @@ fn declined(host: &Host, principal: &Principal, call: &CallRequest, preview: &Va
         old_values: &old,
         new_values: &new,
         reverts: None,
+        // Settled at once, by this same step.
+        lease_until_ms: crate::tenant_db::now_ms() + 60_000,
     };
     if let Ok(id) = db.journal_change(&who, &change) {
         let _ = db.settle_change(&who, &id, Status::Declined, None);

@@ -45,6 +45,9 @@ pub struct NewChange<'a> {
     pub old_values: &'a str,
     pub new_values: &'a str,
     pub reverts: Option<&'a str>,
+    /// When the journalling call will have ended whatever happens to it (its time limit): a
+    /// change still `pending` after that has no call left to settle it, and reads `unknown`.
+    pub lease_until_ms: i64,
 }
 
 /// Largest value set one change may carry.
@@ -131,31 +134,14 @@ impl TenantDb {
             new_values: change.new_values.into(),
             reverts: change.reverts.map(str::to_string),
         };
-        self.rows.insert_change(&self.tenant, &row)?;
+        self.rows
+            .insert_change(&self.tenant, &row, change.lease_until_ms)?;
         Ok(id)
-    }
-
-    /// Records what became of a change made by this call, and a created record's id. Only the
-    /// call that journalled a change settles it, and only once.
-    pub fn settle_change(
-        &self,
-        who: &CallIdentity<'_>,
-        id: &str,
-        status: Status,
-        record_id: Option<&str>,
-    ) -> Result<(), StoreError> {
-        self.set_status(id, status, record_id, Some(who.call_id), Status::Pending)
-            .map_err(|e| match e {
-                StoreError::NotFound(_) => {
-                    StoreError::NotFound(format!("no pending change {id:?} of this call"))
-                }
-                other => other,
-            })
     }
 
     /// Moves one change from `from` to `status` (by `call_id` when given), keeping the record
     /// id once one is known; `NotFound` when no such change is in that state.
-    fn set_status(
+    pub(super) fn set_status(
         &self,
         id: &str,
         status: Status,
@@ -196,6 +182,7 @@ impl TenantDb {
                 "a change with an unknown outcome resolves to applied or failed".into(),
             ));
         }
+        self.expire_leases()?;
         self.set_status(id, status, record_id, None, Status::Unknown)
             .map_err(|e| match e {
                 StoreError::NotFound(_) => StoreError::NotFound(format!(
@@ -219,12 +206,14 @@ impl TenantDb {
             record_id,
             object,
         };
+        self.expire_leases()?;
         self.rows
             .list_changes(&self.tenant, &filter, limit.clamp(1, 100))
     }
 
     /// One of this tenant's changes.
     pub fn change(&self, id: &str) -> Result<Option<JournalRow>, StoreError> {
+        self.expire_leases()?;
         self.rows.change(&self.tenant, id)
     }
 
@@ -391,6 +380,7 @@ mod tests {
             old_values: "{}",
             new_values: "{}",
             reverts: None,
+            lease_until_ms: i64::MAX,
         };
         let id = db
             .journal_change(&who("u", "crma_update_record"), &change)
@@ -494,6 +484,7 @@ mod tests {
                 old_values: r#"{"amount":"10"}"#,
                 new_values: r#"{"amount":"20"}"#,
                 reverts: None,
+                lease_until_ms: i64::MAX,
             };
             let first = db.journal_change(&ana, &change("1")).unwrap();
             let second = db.journal_change(&ana, &change("2")).unwrap();

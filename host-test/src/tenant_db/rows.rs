@@ -205,8 +205,20 @@ pub trait Rows: Send + Sync {
     /// Drops a change's staging; the mappings stay as they were.
     fn discard_change(&self, tenant: &str, change: i64) -> Result<(), StoreError>;
 
-    /// Journals a new change (its status is `row.status`).
-    fn insert_change(&self, tenant: &str, row: &JournalRow) -> Result<(), StoreError>;
+    /// Journals a new change (its status is `row.status`), leased to its call until
+    /// `lease_until_ms`: still `pending` after that, its call died with it (see
+    /// [`Rows::expire_leases`]).
+    fn insert_change(
+        &self,
+        tenant: &str,
+        row: &JournalRow,
+        lease_until_ms: i64,
+    ) -> Result<(), StoreError>;
+
+    /// Turns every `pending` change whose lease ended before `now_ms` into `unknown`: its call
+    /// can no longer settle it (the call's time is up, or its host died), and its write may or
+    /// may not have reached the CRM. One tenant's, or every tenant's (`None`). Returns how many.
+    fn expire_leases(&self, tenant: Option<&str>, now_ms: i64) -> Result<u64, StoreError>;
 
     /// Moves one change's status atomically; false when no change was in the `from` state.
     fn move_status(&self, tenant: &str, step: &StatusMove<'_>) -> Result<bool, StoreError>;

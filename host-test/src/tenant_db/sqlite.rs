@@ -75,8 +75,17 @@ const CHANGES_TABLE: &str = "CREATE TABLE IF NOT EXISTS {name} (
              record_id  TEXT,
              old_values TEXT    NOT NULL CHECK (json_valid(old_values)),
              new_values TEXT    NOT NULL CHECK (json_valid(new_values)),
-             reverts    TEXT
+             reverts    TEXT,
+             lease_until_ms INTEGER
          )";
+
+/// The columns every version of the journal's table has had, in order.
+const OLDEST_CHANGE_COLUMNS: &str = "seq, id, tenant, at_ms, user_id, tool, call_id, status, crm, \
+                                     kind, object, record_id, old_values, new_values, reverts";
+
+/// When a pending change's lease ends: a row journalled before leases existed gets ten minutes
+/// from its journalling, longer than any call may run.
+const LEASE_END: &str = "COALESCE(lease_until_ms, at_ms + 600000)";
 
 const JOURNAL_TABLES: &str = "
     CREATE INDEX IF NOT EXISTS changes_by_record ON changes (tenant, record_id);
@@ -140,6 +149,7 @@ impl SqliteRows {
         conn.execute_batch(TABLES)?;
         conn.execute_batch(&CHANGES_TABLE.replace("{name}", "changes"))?;
         allow_declined(&conn)?;
+        add_leases(&conn)?;
         conn.execute_batch(JOURNAL_TABLES)?;
         Ok(SqliteRows {
             conn: Mutex::new(conn),
@@ -189,12 +199,27 @@ fn allow_declined(conn: &Connection) -> Result<(), StoreError> {
     let tx = conn.unchecked_transaction()?;
     tx.execute_batch(&format!(
         "{};
-         INSERT INTO changes_declinable SELECT * FROM changes;
+         INSERT INTO changes_declinable ({OLDEST_CHANGE_COLUMNS})
+             SELECT {OLDEST_CHANGE_COLUMNS} FROM changes;
          DROP TABLE changes;
          ALTER TABLE changes_declinable RENAME TO changes;",
         CHANGES_TABLE.replace("{name}", "changes_declinable")
     ))?;
     Ok(tx.commit()?)
+}
+
+/// A journal made before changes were leased to their calls gets the lease column (empty for
+/// its rows: see [`LEASE_END`]).
+fn add_leases(conn: &Connection) -> Result<(), StoreError> {
+    let has_lease: bool = conn.query_row(
+        "SELECT count(*) > 0 FROM pragma_table_info('changes') WHERE name = 'lease_until_ms'",
+        [],
+        |row| row.get(0),
+    )?;
+    if !has_lease {
+        conn.execute_batch("ALTER TABLE changes ADD COLUMN lease_until_ms INTEGER")?;
+    }
+    Ok(())
 }
 
 /// A row of `kind, crm_id, fields, deleted`.
@@ -428,11 +453,16 @@ impl Rows for SqliteRows {
         delete_staged(&self.conn(), change)
     }
 
-    fn insert_change(&self, tenant: &str, row: &JournalRow) -> Result<(), StoreError> {
+    fn insert_change(
+        &self,
+        tenant: &str,
+        row: &JournalRow,
+        lease_until_ms: i64,
+    ) -> Result<(), StoreError> {
         self.conn().execute(
             "INSERT INTO changes (id, tenant, at_ms, user_id, tool, call_id, status, crm, kind,
-                 object, record_id, old_values, new_values, reverts)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
+                 object, record_id, old_values, new_values, reverts, lease_until_ms)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
             params![
                 row.id,
                 tenant,
@@ -447,10 +477,23 @@ impl Rows for SqliteRows {
                 row.record_id,
                 row.old_values,
                 row.new_values,
-                row.reverts
+                row.reverts,
+                lease_until_ms
             ],
         )?;
         Ok(())
+    }
+
+    fn expire_leases(&self, tenant: Option<&str>, now_ms: i64) -> Result<u64, StoreError> {
+        let changed = self.conn().execute(
+            &format!(
+                "UPDATE changes SET status = 'unknown'
+                 WHERE status = 'pending' AND (?1 IS NULL OR tenant = ?1)
+                   AND {LEASE_END} < ?2"
+            ),
+            params![tenant, now_ms],
+        )?;
+        Ok(changed as u64)
     }
 
     fn move_status(&self, tenant: &str, step: &StatusMove<'_>) -> Result<bool, StoreError> {

@@ -23,6 +23,7 @@ mod masking;
 mod mcp;
 mod network;
 mod progress;
+mod refusals;
 mod resolve;
 mod security;
 mod startup;

@@ -443,6 +443,7 @@ fn the_component_imports_exactly_what_its_world_declares() {
         imports,
         [
             "crm:plugin/change-journal@0.1.0",
+            "crm:plugin/egress@0.1.0",
             "crm:plugin/mapping-store@0.1.0",
             "crm:plugin/progress@0.1.0",
             "crm:plugin/result-files@0.1.0",

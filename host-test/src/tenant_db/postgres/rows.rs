@@ -394,14 +394,19 @@ impl Rows for PgStore {
         })
     }
 
-    fn insert_change(&self, tenant: &str, row: &JournalRow) -> Result<(), StoreError> {
+    fn insert_change(
+        &self,
+        tenant: &str,
+        row: &JournalRow,
+        lease_until_ms: i64,
+    ) -> Result<(), StoreError> {
         let (tenant, row) = (tenant.to_owned(), row.clone());
         self.with(move |c| async move {
             let sql = c
                 .prepare_cached(
                     "INSERT INTO changes (id, tenant, at_ms, user_id, tool, call_id, status, crm,
-                         kind, object, record_id, old_values, new_values, reverts)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+                         kind, object, record_id, old_values, new_values, reverts, lease_until_ms)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
                 )
                 .await
                 .map_err(db_error)?;
@@ -422,11 +427,27 @@ impl Rows for PgStore {
                     &row.old_values,
                     &row.new_values,
                     &row.reverts,
+                    &lease_until_ms,
                 ],
             )
             .await
             .map_err(db_error)?;
             Ok(())
+        })
+    }
+
+    fn expire_leases(&self, tenant: Option<&str>, now_ms: i64) -> Result<u64, StoreError> {
+        let tenant = tenant.map(str::to_owned);
+        self.with(move |c| async move {
+            let sql = c
+                .prepare_cached(
+                    "UPDATE changes SET status = 'unknown'
+                     WHERE status = 'pending' AND ($1::text IS NULL OR tenant = $1)
+                       AND coalesce(lease_until_ms, at_ms + 600000) < $2",
+                )
+                .await
+                .map_err(db_error)?;
+            c.execute(&sql, &[&tenant, &now_ms]).await.map_err(db_error)
         })
     }
 

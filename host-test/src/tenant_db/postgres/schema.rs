@@ -158,6 +158,14 @@ pub const MIGRATIONS: &[Migration] = &[
         );
     "#,
     },
+    Migration {
+        version: 5,
+        name: "each pending change leased to its call, so a dead host's turn unknown",
+        sql: r#"
+        ALTER TABLE changes ADD COLUMN lease_until_ms bigint;
+        CREATE INDEX changes_pending ON changes (lease_until_ms) WHERE status = 'pending';
+    "#,
+    },
 ];
 
 /// The newest schema this host knows.
