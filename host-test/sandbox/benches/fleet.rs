@@ -2,12 +2,12 @@
 //! costs. Needs `CRM_TEST_POSTGRES` (a server the bench may create a database on); without it
 //! it prints one line and measures nothing.
 //!
-//! - The store's added latency per call: the same write tool call (journalled before it is
-//!   sent, settled after) on a host with SQLite in memory and on one with PostgreSQL, p50/p99,
-//!   and the journal's own two statements alone.
-//! - Calls/s and p50/p99 with 8 concurrent clients on one host, then split over two hosts on
-//!   one database (two hosts in this one process share its two cores: the figure shows the
-//!   database is not what limits them).
+//! - A read and a journalled write (journalled before it is sent, settled after), one at a
+//!   time, on a host with SQLite in memory and on one with PostgreSQL: p50/p99, and the
+//!   journal's own two statements alone.
+//! - Reads and writes with 8 concurrent clients on one host, then split over two hosts on one
+//!   database: calls/s, p50/p99 (two hosts in this one process share its two cores: the figure
+//!   shows the database is not what limits them).
 
 use crm_host::tenant_db::journal::{CallIdentity, Kind, NewChange, Status};
 use crm_host::tenant_db::postgres::Migrate;
@@ -38,6 +38,18 @@ fn write(i: usize) -> CallRequest {
     }
 }
 
+fn read(_: usize) -> CallRequest {
+    CallRequest {
+        tool: "crma_get_record".into(),
+        input: json!({"object_type": "deals", "record_id": "357300", "properties": ["amount"]})
+            .to_string(),
+        ..write(0)
+    }
+}
+
+/// A call of the bench, the `i`th.
+type MakeCall = fn(usize) -> CallRequest;
+
 fn host(
     runtime: &Arc<Runtime>,
     plugin: &Arc<PluginVersion>,
@@ -57,18 +69,18 @@ fn percentiles(mut times: Vec<Duration>) -> (Duration, Duration) {
     (at(0.50), at(0.99))
 }
 
-async fn sequential(host: &Host) -> (Duration, Duration) {
+async fn sequential(host: &Host, make: MakeCall) -> (Duration, Duration) {
     let mut times = Vec::with_capacity(SEQUENTIAL);
     for i in 0..SEQUENTIAL {
         let started = Instant::now();
-        host.call(write(i)).await.expect("the write succeeds");
+        host.call(make(i)).await.expect("the call succeeds");
         times.push(started.elapsed());
     }
     percentiles(times)
 }
 
 /// `CLIENTS` clients, spread over `hosts`, writing for `RUN`: calls/s, p50, p99.
-async fn concurrent(hosts: &[Arc<Host>]) -> (f64, Duration, Duration) {
+async fn concurrent(hosts: &[Arc<Host>], make: MakeCall) -> (f64, Duration, Duration) {
     let until = Instant::now() + RUN;
     let started = Instant::now();
     let clients: Vec<_> = (0..CLIENTS)
@@ -79,7 +91,7 @@ async fn concurrent(hosts: &[Arc<Host>]) -> (f64, Duration, Duration) {
                 let mut i = c * 1_000_000;
                 while Instant::now() < until {
                     let began = Instant::now();
-                    host.call(write(i)).await.expect("the write succeeds");
+                    host.call(make(i)).await.expect("the call succeeds");
                     times.push(began.elapsed());
                     i += 1;
                 }
@@ -127,19 +139,18 @@ pub async fn figures(wasm: &[u8]) {
         )
     });
     // Warm both (compiled code, pools, prepared statements).
-    sequential(&on_sqlite).await;
-    sequential(&on_postgres[0]).await;
+    sequential(&on_sqlite, write).await;
+    sequential(&on_postgres[0], write).await;
 
-    let (sqlite_p50, sqlite_p99) = sequential(&on_sqlite).await;
-    let (pg_p50, pg_p99) = sequential(&on_postgres[0]).await;
-    println!(
-        "fleet: a journalled write call, {SEQUENTIAL} in a row: SQLite (memory) p50 {sqlite_p50:?} \
-         p99 {sqlite_p99:?}; PostgreSQL p50 {pg_p50:?} p99 {pg_p99:?}; the store adds \
-         {:?} at p50",
-        pg_p50.saturating_sub(sqlite_p50)
-    );
-
-    // The journal's own statements: an entry before the write, its outcome after.
+    for (what, make) in [("read", read as MakeCall), ("journalled write", write)] {
+        let (sqlite_p50, sqlite_p99) = sequential(&on_sqlite, make).await;
+        let (pg_p50, pg_p99) = sequential(&on_postgres[0], make).await;
+        println!(
+            "fleet: a {what}, {SEQUENTIAL} in a row: SQLite (memory) p50 {sqlite_p50:?} p99 \
+             {sqlite_p99:?}; PostgreSQL p50 {pg_p50:?} p99 {pg_p99:?}; the store adds {:?} at p50",
+            pg_p50.saturating_sub(sqlite_p50)
+        );
+    }
     let db = TenantDb::open("acme", &DbLocation::Postgres(stores[0].clone())).unwrap();
     let who = CallIdentity {
         user_id: "bench",
@@ -167,16 +178,18 @@ pub async fn figures(wasm: &[u8]) {
     let (p50, p99) = percentiles(times);
     println!("fleet: journal entry + settle on PostgreSQL (loopback): p50 {p50:?} p99 {p99:?}");
 
-    let (rate, p50, p99) = concurrent(&on_postgres[..1]).await;
-    println!(
-        "fleet: one host, {CLIENTS} clients writing for {RUN:?}: {rate:.0} calls/s, p50 {p50:?} \
-         p99 {p99:?}"
-    );
-    let (rate, p50, p99) = concurrent(&on_postgres).await;
-    println!(
-        "fleet: two hosts on one database, {CLIENTS} clients: {rate:.0} calls/s, p50 {p50:?} \
-         p99 {p99:?}"
-    );
+    for (what, make) in [("reads", read as MakeCall), ("journalled writes", write)] {
+        let (rate, p50, p99) = concurrent(&on_postgres[..1], make).await;
+        println!(
+            "fleet: {what}, one host, {CLIENTS} clients for {RUN:?}: {rate:.0} calls/s, p50 \
+             {p50:?} p99 {p99:?}"
+        );
+        let (rate, p50, p99) = concurrent(&on_postgres, make).await;
+        println!(
+            "fleet: {what}, two hosts on one database, {CLIENTS} clients: {rate:.0} calls/s, \
+             p50 {p50:?} p99 {p99:?}"
+        );
+    }
     drop(on_postgres);
     drop(stores);
     let _ = admin

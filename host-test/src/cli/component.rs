@@ -11,7 +11,11 @@ pub(super) fn load_component(
     options: &Options,
 ) -> Result<(Arc<Runtime>, Arc<PluginVersion>), String> {
     let runtime = Arc::new(
-        Runtime::new(HostLimits::default()).map_err(|e| format!("starting wasmtime: {e}"))?,
+        Runtime::new(HostLimits {
+            call_timeout: std::time::Duration::from_secs(options.call_timeout_seconds.max(1)),
+            ..HostLimits::default()
+        })
+        .map_err(|e| format!("starting wasmtime: {e}"))?,
     );
     let wasm = std::fs::read(&options.component)
         .map_err(|e| format!("reading {}: {e}", options.component))?;

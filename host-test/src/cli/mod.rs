@@ -224,6 +224,16 @@ struct Options {
     /// Compile the component afresh, neither reading nor writing the cache.
     #[arg(long, global = true)]
     no_cache: bool,
+    /// Longest one tool call may run, host waits included. A write's journal entry is leased to
+    /// its call until then (plus 5 s): one still pending after that had its host die mid-write,
+    /// and turns `unknown` so the same create is refused until `crm_resolve_change` settles it.
+    #[arg(
+        long,
+        global = true,
+        env = "CRM_HOST_CALL_TIMEOUT_SECONDS",
+        default_value_t = 120
+    )]
+    call_timeout_seconds: u64,
     #[command(flatten)]
     pace: store::PaceArgs,
     /// How `mcp` and `serve` give each tool answer: `text` (the JSON as text alone, no output
