@@ -104,6 +104,8 @@ crm_ci_postgres_start() {
   # The host verifies a database's certificate whenever TLS is used (sslmode=prefer included),
   # so the hosts the tests start trust this CA as an operator's would.
   export CRM_HOST_STORE_CA="$base/ca.crt"
+  # The chaos test starts (and stops) a server of its own with the same binaries.
+  export CRM_TEST_PG_BIN="$CRM_CI_PG_BIN"
   echo "PostgreSQL $("$CRM_CI_PG_BIN/pg_ctl" --version | awk '{print $3}') at $CRM_TEST_POSTGRES (files in $base)"
 }
 
