@@ -158,6 +158,19 @@ pub const MIGRATIONS: &[Migration] = &[
         );
     "#,
     },
+    Migration {
+        version: 5,
+        name: "what each host of the fleet last reported: registry version, broken tenants",
+        sql: r#"
+        CREATE TABLE IF NOT EXISTS fleet_hosts (
+            host_id text   PRIMARY KEY,
+            version bigint NOT NULL,
+            broken  jsonb  NOT NULL DEFAULT '[]',
+            seen_ms bigint NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS fleet_hosts_by_seen ON fleet_hosts (seen_ms);
+    "#,
+    },
 ];
 
 /// The newest schema this host knows.
