@@ -24,10 +24,17 @@ use std::time::{Duration, Instant};
 use url::Url;
 use wasmtime_wasi_config::WasiConfigVariables;
 
+/// Why a call produced no tool result.
+mod call_error;
 /// Following the fleet's store: what other hosts announce.
 mod fleet;
 /// An operator's disconnects and reconnects.
 mod operator;
+/// Tenants taken out of service on this host, and whether the host is ready.
+mod service;
+
+pub use call_error::CallError;
+pub use service::Readiness;
 
 /// The configuration variable that carries the broker URL into the component.
 const PROXY_BASE_VAR: &str = "CRM_PROXY_BASE";
@@ -87,40 +94,6 @@ pub struct CallRequest {
     pub input: String,
 }
 
-/// Why a call produced no tool result.
-#[derive(Debug, thiserror::Error)]
-pub enum CallError {
-    /// The tool ran and returned a `tool-error`.
-    #[error("{}: {}", .0.kind(), .0.message())]
-    Tool(ToolError),
-    #[error("unknown tenant {0:?}")]
-    UnknownTenant(String),
-    #[error("tenant {0:?}: {1}")]
-    BadTenant(String, String),
-    /// The component trapped, ran out of memory or time, or could not be instantiated.
-    #[error("the plugin failed: {0}")]
-    Plugin(String),
-    /// The caller cancelled the call before it finished.
-    #[error("{}", if *write_sent {
-        "cancelled after a write was sent: its outcome is unknown; check the record before redoing it"
-    } else {
-        "cancelled before any write was sent"
-    })]
-    Cancelled { write_sent: bool },
-}
-
-impl CallError {
-    /// The outcome name used in audit lines and command-line errors.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            CallError::Tool(e) => e.kind(),
-            CallError::Cancelled { write_sent: true } => "outcome-unknown",
-            CallError::Cancelled { write_sent: false } => "cancelled",
-            _ => "host-error",
-        }
-    }
-}
-
 /// The tenant registry and call path.
 pub struct Host {
     runtime: Arc<Runtime>,
@@ -135,6 +108,8 @@ pub struct Host {
     pacer: Option<crate::pacing::Pacer>,
     /// The form of every answer an MCP client gets (see [`Host::with_answer_form`]).
     answer_form: crate::answer_form::AnswerForm,
+    /// Listed tenants this host cannot serve, with why (see [`Host::take_out_of_service`]).
+    out_of_service: RwLock<std::collections::BTreeMap<String, String>>,
 }
 
 impl Host {
@@ -148,6 +123,7 @@ impl Host {
             tasks: crate::tasks::TaskBoard::default(),
             pacer: None,
             answer_form: crate::answer_form::AnswerForm::default(),
+            out_of_service: RwLock::default(),
         }
     }
 
@@ -244,7 +220,8 @@ impl Host {
         self.tenants
             .write()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(spec.tenant_id, Arc::new(entry));
+            .insert(spec.tenant_id.clone(), Arc::new(entry));
+        self.back_in_service(&spec.tenant_id);
         Ok(())
     }
 
@@ -314,23 +291,7 @@ impl Host {
             .unwrap_or_else(|e| e.into_inner())
             .get(tenant_id)
             .cloned()
-            .ok_or_else(|| CallError::UnknownTenant(tenant_id.into()))
-    }
-
-    /// Whether the host can serve: at least one tenant with its component loaded, and every
-    /// tenant's store answering a query. Returns how many tenants it serves.
-    pub fn readiness(&self) -> Result<usize, String> {
-        let tenants = self.entries();
-        if tenants.is_empty() {
-            return Err("no tenant is loaded".into());
-        }
-        for entry in &tenants {
-            entry
-                .mappings
-                .disconnected()
-                .map_err(|e| format!("a tenant's store does not answer: {e}"))?;
-        }
-        Ok(tenants.len())
+            .ok_or_else(|| self.missing(tenant_id))
     }
 
     /// The tenant's mapping store, as the host keeps it (for tools around the host, and tests).
@@ -599,7 +560,7 @@ impl Host {
                 // told what happened in one line and the call id to ask about.
                 tracing::error!(call_id = %trap_id, tenant = %request.tenant_id,
                     tool = %request.tool, "the plugin failed: {trap:?}");
-                Err(CallError::Plugin(trap_summary(&trap, &trap_id)))
+                Err(CallError::Plugin(call_error::trap_summary(&trap, &trap_id)))
             }
             Err(_) => Err(CallError::Plugin(format!(
                 "the call took longer than {timeout:?}"
@@ -608,23 +569,6 @@ impl Host {
         store.data_mut().flush_progress();
         (result, store.data().peak_memory_bytes())
     }
-}
-
-/// What a client is told of a trap: its kind in one line, and the call id under which the
-/// operator's log and audit trail hold the rest (never the wasm backtrace, which names the
-/// component's functions and offsets).
-fn trap_summary(trap: &wasmtime::Error, call_id: &str) -> String {
-    let what = match trap.downcast_ref::<wasmtime::Trap>() {
-        Some(code) => code.to_string(),
-        None => trap
-            .root_cause()
-            .to_string()
-            .lines()
-            .next()
-            .unwrap_or("an error")
-            .to_string(),
-    };
-    format!("{what} (call {call_id}; the operator's log has the details)")
 }
 
 /// How one call runs beyond its request.

@@ -1,6 +1,7 @@
 //! The operator's figures, in Prometheus' text format (`GET /metrics` on `crm-host serve`,
 //! behind the operator's token): tool calls by tool and outcome, call latency, CRM requests by
-//! status, egress denials, open MCP sessions and HTTP connections, and refused HTTP requests.
+//! status, egress denials, open MCP sessions and HTTP connections, refused HTTP requests, the
+//! tenants registry version applied and the tenants out of service on this host.
 //!
 //! Calls and requests are counted from the audit trail ([`AuditObserver`]), so a figure never
 //! disagrees with the lines behind it. No label carries a tenant, a user or a record: the
@@ -81,6 +82,10 @@ pub struct Metrics {
     pub sessions: Gauge,
     /// Open HTTP connections.
     pub connections: Gauge,
+    /// The tenants registry version this host applied last (0: a `--tenants` file).
+    pub registry_version: Gauge,
+    /// Listed tenants this host cannot serve (`/readyz` names them and why).
+    pub tenants_out_of_service: Gauge,
 }
 
 fn latency_histogram() -> Histogram {
@@ -129,8 +134,22 @@ impl Default for Metrics {
             "Open HTTP connections",
             connections.clone(),
         );
+        let registry_version = Gauge::default();
+        registry.register(
+            "registry_version",
+            "The tenants registry version this host applied last",
+            registry_version.clone(),
+        );
+        let tenants_out_of_service = Gauge::default();
+        registry.register(
+            "tenants_out_of_service",
+            "Listed tenants this host cannot serve (see /readyz for which and why)",
+            tenants_out_of_service.clone(),
+        );
         Metrics {
             registry,
+            registry_version,
+            tenants_out_of_service,
             calls,
             latency,
             requests,
@@ -226,6 +245,8 @@ mod tests {
         metrics.observe(&request(None, "denied: DELETE"));
         metrics.refused(Refused::RateLimited);
         metrics.sessions.set(2);
+        metrics.registry_version.set(7);
+        metrics.tenants_out_of_service.set(1);
         let text = metrics.render();
         for line in [
             "crm_host_tool_calls_total{tool=\"crmb_get_record\",outcome=\"ok\"} 2",
@@ -236,6 +257,8 @@ mod tests {
             "crm_host_egress_denials_total 1",
             "crm_host_http_refused_total{reason=\"rate_limited\"} 1",
             "crm_host_mcp_sessions_open 2",
+            "crm_host_registry_version 7",
+            "crm_host_tenants_out_of_service 1",
         ] {
             assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
         }

@@ -15,9 +15,12 @@ mod registry;
 mod serve;
 /// `--store` and `crm-host store`.
 mod store;
+/// `crm-host tenants import|swap|status`.
+mod tenants;
 
 use component::load_component;
 use serve::{ServeCommand, ServeLimits, serve_http};
+use tenants::TenantsAction;
 
 use crate::backend::serve::Server;
 use crate::backend::tls::{SelfSigned, read_certificates};
@@ -117,7 +120,7 @@ enum Command {
         limits: Box<ServeLimits>,
     },
     /// The fleet's tenants registry in the PostgreSQL --store: every host serving it applies a
-    /// change within a second.
+    /// change within a second; `status` shows what each host applied and cannot serve.
     Tenants {
         #[command(subcommand)]
         action: TenantsAction,
@@ -138,27 +141,6 @@ enum Command {
         /// Where to write the certificate (PEM) [default: <temp dir>/crm-host-sandbox-<port>.pem].
         #[arg(long)]
         cert_out: Option<std::path::PathBuf>,
-    },
-}
-
-/// What `crm-host tenants` does.
-#[derive(Debug, Subcommand)]
-enum TenantsAction {
-    /// Replace the registry with a tenants file (checked first): tenants, tokens, identity
-    /// providers, policies.
-    Import {
-        #[arg(value_name = "FILE")]
-        tenants_file: std::path::PathBuf,
-    },
-    /// Make a component the one a tenant runs on every host (calls in flight finish on the old
-    /// one; listening clients are told the tool list changed).
-    Swap {
-        /// The tenant's id.
-        #[arg(value_name = "TENANT")]
-        tenant_id: String,
-        /// The component (.wasm); it must load in this host first.
-        #[arg(value_name = "COMPONENT")]
-        wasm: std::path::PathBuf,
     },
 }
 
@@ -298,8 +280,9 @@ async fn run(
     }
     let stores = store::Store::open(&options.store, &options.data_dir)?;
     if let Command::Tenants { action } = &command {
-        let (runtime, _) = load_component(&options)?;
-        print_json(&registry::run(&stores, &runtime, action)?);
+        // Only a swap compiles (to check the component loads); an import stores a document.
+        let runtime = || load_component(&options).map(|(runtime, _)| runtime);
+        print_json(&tenants::run(&stores, runtime, action)?);
         return Ok(ExitCode::SUCCESS);
     }
     if let Command::Serve {

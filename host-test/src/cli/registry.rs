@@ -1,21 +1,67 @@
 //! `crm-host serve`'s tenants: read from a tenants file, or from the fleet's registry in the
-//! database, and applied to the host, the token gate and the operator's credential sources.
-//! With a registry, every change another host imports (a new tenant, a revoked token, a
-//! policy) is applied here within a second, without a restart; a tenant whose entry did not
-//! change keeps its entry (and its calls in flight, connections and component) untouched.
+//! database, and applied to the host, the token gate, the operator's token and the operator's
+//! credential sources. With a registry, every change another host imports (a new tenant, a
+//! revoked token, a policy, a rotated operator token) is applied here within a second, without
+//! a restart; a tenant whose entry did not change keeps its entry (and its calls in flight,
+//! connections and component) untouched.
+//!
+//! A version is applied tenant by tenant ([`plan`]): a tenant that cannot be built on this host
+//! is taken out of service here, and every other change, token changes and revocations above
+//! all, still applies. What this host could not serve is named in `/readyz`, `/metrics` and, for
+//! the whole fleet, `crm-host tenants status` ([`Tenants::report`]).
+
+/// Deciding what a version changes, apart from doing it.
+mod plan;
 
 use super::store::Store;
 use super::{BuiltInCrm, NO_BUILT_IN_CRM, Options, env_settings, tenant_results_dir};
 use crate::backend::Backend;
 use crate::credential::Credential;
-use crate::mcp::admin::{CredentialSource, Credentials};
-use crate::mcp::tenants::{SharedTokens, TenantEntry, TenantsFile};
-use crate::tenant_db::postgres::StoreEvent;
+use crate::mcp::admin::{CredentialSource, Credentials, OperatorToken};
+use crate::mcp::tenants::{SharedTokens, TenantEntry, TenantsFile, TokenTable};
+use crate::metrics::Metrics;
+use crate::tenant_db::postgres::{HostReport, OutOfService, StoreEvent};
 use crate::tenant_db::{DbLocation, PgStore};
 use crate::{Host, PluginVersion, TenantSpec};
-use std::collections::HashMap;
+use plan::{Applied, Effects};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::sync::broadcast::error::RecvError;
+use tokio_util::sync::CancellationToken;
+
+/// How often a host reports itself to the fleet and tries its out-of-service tenants again.
+pub(super) const HEARTBEAT: Duration = Duration::from_secs(3);
+
+/// Why a listed tenant cannot be served on this host: what the operator must fix.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum Unbuildable {
+    #[error(
+        "{var} is not set; set it on every host (each host needs every tenant's credential \
+         variable), then restart this one"
+    )]
+    CredentialNotSet { var: String },
+    #[error(
+        "it has a proxy_base but no credential_env: name the variable holding its broker \
+         credential and import the registry again"
+    )]
+    NoCredentialEnv,
+    #[error("it is not a sandbox tenant: give it a proxy_base and import the registry again")]
+    NotSandbox,
+    #[error("{NO_BUILT_IN_CRM}")]
+    NoBuiltInCrm,
+    #[error(
+        "this host serves {serves} tenants and this is a {is} tenant: serve it from hosts of its \
+         own kind"
+    )]
+    OtherKind {
+        serves: &'static str,
+        is: &'static str,
+    },
+    #[error("{0} (this host tries again every few seconds)")]
+    Here(String),
+}
 
 /// The tenants a server runs, and what it needs to run more.
 pub(super) struct Tenants {
@@ -26,26 +72,136 @@ pub(super) struct Tenants {
     /// The component a tenant runs until one is swapped in for it.
     pub(super) plugin: Arc<PluginVersion>,
     pub(super) jwks_backend: Arc<dyn Backend>,
+    /// Whether this host reaches its tenants through brokers (else through the built-in CRM).
+    pub(super) on_broker: bool,
     pub(super) tokens: SharedTokens,
     pub(super) credentials: Credentials,
-    /// The registry version applied last, and each tenant's entry as applied.
-    pub(super) applied: Mutex<(i64, HashMap<String, TenantEntry>)>,
+    pub(super) operator: OperatorToken,
+    pub(super) metrics: Arc<Metrics>,
+    /// This host's name in the fleet's reports.
+    pub(super) host_id: String,
+    pub(super) applied: Mutex<AppliedRegistry>,
+    /// Whether the last report reached the store (a failure is logged once, not every beat).
+    pub(super) reported: AtomicBool,
+}
+
+/// The registry as this host applied it.
+#[derive(Default)]
+pub(super) struct AppliedRegistry {
+    version: i64,
+    tenants: HashMap<String, Applied>,
+    /// The file applied, for trying its out-of-service tenants again; none after a version this
+    /// host could not read.
+    file: Option<Arc<TenantsFile>>,
+}
+
+/// [`Effects`] on this host.
+struct OnHost<'a>(&'a Tenants);
+
+impl Effects for OnHost<'_> {
+    fn build(&mut self, entry: &TenantEntry) -> Result<(), String> {
+        self.0.build(entry).map_err(|e| e.to_string())
+    }
+    fn take_out(&mut self, tenant: &str, why: &str) {
+        self.0.host.take_out_of_service(tenant, why);
+    }
+    fn remove(&mut self, tenant: &str) {
+        self.0.host.remove_tenant(tenant);
+    }
 }
 
 impl Tenants {
-    /// Applies a tenants file (registry `version`): adds new tenants, registers changed ones
-    /// again (keeping the component each runs), stops serving those no longer listed, and
-    /// replaces the tokens and credential sources. Nothing changes when a tenant is refused.
-    pub(super) fn apply(&self, version: i64, file: &TenantsFile) -> Result<(), String> {
+    /// Applies a tenants file (registry `version`), tenant by tenant: adds new tenants,
+    /// registers changed ones again (keeping the component each runs), tries those out of
+    /// service again, stops serving those no longer listed, takes out of service those that
+    /// cannot be built here; and replaces the tokens, the operator's token and the credential
+    /// sources, whatever becomes of the tenants. Returns the tenants out of service, with why.
+    pub(super) fn apply(&self, version: i64, file: Arc<TenantsFile>) -> BTreeMap<String, String> {
+        let mut applied = self.applied.lock().unwrap_or_else(|e| e.into_inner());
+        let tokens = self.token_table(&file).unwrap_or_else(|e| {
+            // `tenants import` checks what could fail here; a registry written otherwise
+            // admits nobody rather than tokens it may have revoked.
+            tracing::error!("tenants registry version {version}: no token is accepted: {e}");
+            TokenTable::default()
+        });
+        self.credentials.replace(
+            file.tenants
+                .iter()
+                .filter_map(|t| Some((t.id.clone(), self.credential_source(t).ok()?)))
+                .collect(),
+        );
+        // Tokens and the operator's token first: a revocation must not wait on a tenant's
+        // build (loading a swapped component takes seconds).
+        self.tokens.replace(tokens);
+        self.operator
+            .replace(file.admin.as_ref().map(|a| a.sha256.clone()));
+        self.apply_tenants(&mut applied, version, file)
+    }
+
+    /// The tenants' part of [`Tenants::apply`] (all a retry needs: the tokens are as they were).
+    fn apply_tenants(
+        &self,
+        applied: &mut AppliedRegistry,
+        version: i64,
+        file: Arc<TenantsFile>,
+    ) -> BTreeMap<String, String> {
+        let steps = plan::plan(&applied.tenants, &file.tenants);
+        let tenants = plan::carry_out(&applied.tenants, steps, &mut OnHost(self));
+        self.settle(
+            applied,
+            AppliedRegistry {
+                version,
+                tenants,
+                file: Some(file),
+            },
+        )
+    }
+
+    /// A version this host cannot read: every tenant out of service, no token accepted, no
+    /// operator (see [`plan::unreadable`]).
+    fn apply_unreadable(&self, version: i64, why: &str) {
+        let mut applied = self.applied.lock().unwrap_or_else(|e| e.into_inner());
+        let why = format!(
+            "this host cannot read registry version {version} ({why}): upgrade it to the \
+             crm-host that imported the registry, or import a file it reads"
+        );
+        let tenants = plan::unreadable(&applied.tenants, &why, &mut OnHost(self));
+        self.tokens.replace(TokenTable::default());
+        self.credentials.replace(HashMap::new());
+        self.operator.replace(None);
+        self.settle(
+            &mut applied,
+            AppliedRegistry {
+                version,
+                tenants,
+                file: None,
+            },
+        );
+    }
+
+    /// Records what was applied, logs what changed for the operator, and sets the metrics.
+    fn settle(
+        &self,
+        applied: &mut AppliedRegistry,
+        now: AppliedRegistry,
+    ) -> BTreeMap<String, String> {
+        let (newly_out, back) = plan::changes(&applied.tenants, &now.tenants);
+        for (tenant, why) in &newly_out {
+            tracing::warn!("tenant {tenant} is out of service on this host: {why}");
+        }
+        for tenant in &back {
+            tracing::warn!("tenant {tenant} is back in service on this host");
+        }
+        let out = plan::out_of_service(&now.tenants);
+        self.metrics.registry_version.set(now.version);
+        self.metrics.tenants_out_of_service.set(out.len() as i64);
+        *applied = now;
+        out
+    }
+
+    /// The token table of `file`, each token's principal completed from its tenant.
+    fn token_table(&self, file: &TenantsFile) -> Result<TokenTable, String> {
         let built_in = self.built_in.as_deref();
-        let specs: Vec<(TenantEntry, TenantSpec, CredentialSource)> = file
-            .tenants
-            .iter()
-            .map(|t| {
-                let (spec, source) = tenant_spec(&self.options, &self.store, built_in, t)?;
-                Ok((t.clone(), spec, source))
-            })
-            .collect::<Result<_, String>>()?;
         let instance_url = |t: &TenantEntry| {
             t.instance_url.clone().or_else(|| {
                 t.proxy_base
@@ -54,34 +210,52 @@ impl Tenants {
                     .flatten()
             })
         };
-        let tokens = file.tokens_with_jwks(
+        file.tokens_with_jwks(
             &self.options.scopes,
             instance_url,
             Some(self.jwks_backend.clone()),
-        )?;
-        let mut applied = self.applied.lock().unwrap_or_else(|e| e.into_inner());
-        let mut sources = HashMap::new();
-        let mut now = HashMap::new();
-        for (entry, spec, source) in specs {
-            if applied.1.get(&entry.id) != Some(&entry) {
-                let plugin = self
-                    .host
-                    .plugin_of(&entry.id)
-                    .unwrap_or_else(|| self.plugin.clone());
-                self.host
-                    .add_tenant(spec, plugin)
-                    .map_err(|e| e.to_string())?;
-            }
-            sources.insert(entry.id.clone(), source);
-            now.insert(entry.id.clone(), entry);
+        )
+    }
+
+    /// Registers one tenant on the host, on the component it runs (the one swapped in for it
+    /// in the fleet's store, else this host's).
+    fn build(&self, entry: &TenantEntry) -> Result<(), Unbuildable> {
+        if entry.proxy_base.is_some() != self.on_broker {
+            let kind = |broker| if broker { "broker" } else { "sandbox" };
+            return Err(Unbuildable::OtherKind {
+                serves: kind(self.on_broker),
+                is: kind(entry.proxy_base.is_some()),
+            });
         }
-        for gone in applied.1.keys().filter(|id| !now.contains_key(*id)) {
-            self.host.remove_tenant(gone);
-        }
-        self.tokens.replace(tokens);
-        self.credentials.replace(sources);
-        *applied = (version, now);
-        Ok(())
+        let spec = tenant_spec(&self.options, &self.store, self.built_in.as_deref(), entry)?;
+        let plugin = self
+            .host
+            .plugin_of(&entry.id)
+            .or_else(|| self.swapped_component(&entry.id))
+            .unwrap_or_else(|| self.plugin.clone());
+        self.host
+            .add_tenant(spec, plugin)
+            .map_err(|e| Unbuildable::Here(e.to_string()))
+    }
+
+    /// The component the fleet's store says `tenant` runs, loaded, for a tenant this host is
+    /// (again) adding; none without one (or when it does not load: the host's own is used).
+    fn swapped_component(&self, tenant: &str) -> Option<Arc<PluginVersion>> {
+        let store = self.store.postgres()?;
+        let sha256 = store.tenant_component(tenant).ok()??;
+        let loaded = store
+            .component(&sha256)
+            .map_err(|e| e.to_string())
+            .and_then(|wasm| wasm.ok_or_else(|| "not in the store".to_string()))
+            .and_then(|wasm| self.host.runtime().load(&wasm).map_err(|e| e.to_string()));
+        loaded
+            .inspect_err(|e| tracing::warn!("tenant {tenant}: the swapped component {sha256}: {e}"))
+            .ok()
+    }
+
+    /// Where an operator's reconnect takes `tenant`'s credential from.
+    fn credential_source(&self, tenant: &TenantEntry) -> Result<CredentialSource, Unbuildable> {
+        credential_source(self.built_in.as_deref(), tenant)
     }
 
     /// Applies the registry whenever another host imports a new one (and after this host's
@@ -105,55 +279,129 @@ impl Tenants {
         });
     }
 
-    /// Reads the registry and applies it if it is newer than what this host applied.
+    /// Reads the registry and applies it if it is newer than what this host applied, then
+    /// tells the fleet.
     fn reload(&self, store: &PgStore) {
-        let current = self.applied.lock().unwrap_or_else(|e| e.into_inner()).0;
+        let current = self
+            .applied
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .version;
         match store.registry() {
             Ok(Some((version, text))) if version > current => {
-                let applied = TenantsFile::parse(&text).and_then(|file| self.apply(version, &file));
-                if let Err(e) = applied {
-                    tracing::warn!("tenants registry version {version} not applied: {e}");
+                match TenantsFile::parse(&text) {
+                    Ok(file) => {
+                        self.apply(version, Arc::new(file));
+                    }
+                    Err(e) => {
+                        tracing::error!("tenants registry version {version}: {e}");
+                        self.apply_unreadable(version, &e);
+                    }
                 }
+                self.report(store);
             }
             Ok(_) => {}
             Err(e) => tracing::warn!("reading the tenants registry: {e}"),
         }
     }
+
+    /// Until `stop`: every [`HEARTBEAT`], tries the tenants out of service again (a store that
+    /// was away, a directory made since) and reports this host to the fleet's store, if any.
+    pub(super) fn heartbeat(self: Arc<Self>, stop: CancellationToken) {
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(HEARTBEAT) => {}
+                }
+                let tenants = self.clone();
+                let _ = tokio::task::spawn_blocking(move || {
+                    tenants.retry_out_of_service();
+                    if let Some(store) = tenants.store.postgres() {
+                        tenants.report(store);
+                    }
+                })
+                .await;
+            }
+        });
+    }
+
+    /// Builds the current file's out-of-service tenants again (tokens stay as they are).
+    fn retry_out_of_service(&self) {
+        let mut applied = self.applied.lock().unwrap_or_else(|e| e.into_inner());
+        let out = applied
+            .tenants
+            .values()
+            .any(|t| matches!(t, Applied::OutOfService(..)));
+        if let Some(file) = applied.file.clone().filter(|_| out) {
+            let version = applied.version;
+            self.apply_tenants(&mut applied, version, file);
+        }
+    }
+
+    /// What this host tells the fleet of itself now.
+    fn host_report(&self) -> HostReport {
+        let applied = self.applied.lock().unwrap_or_else(|e| e.into_inner());
+        HostReport {
+            host_id: self.host_id.clone(),
+            registry_version: applied.version,
+            out_of_service: plan::out_of_service(&applied.tenants)
+                .into_iter()
+                .map(|(tenant, reason)| OutOfService { tenant, reason })
+                .collect(),
+        }
+    }
+
+    /// Writes this host's report into the fleet's store (at start, after every version it
+    /// applies, and at every heartbeat).
+    pub(super) fn report(&self, store: &PgStore) {
+        let reported = store.report_host(&self.host_report());
+        let was = self.reported.swap(reported.is_ok(), Ordering::SeqCst);
+        if let (Err(e), true) = (reported, was) {
+            tracing::warn!("reporting this host to the fleet's store: {e}");
+        }
+    }
 }
 
-/// What the host needs to serve one tenant of the file, and where an operator's reconnect
-/// takes its credential from.
+/// Where an operator's reconnect takes a tenant's credential from.
+fn credential_source(
+    built_in: Option<&dyn BuiltInCrm>,
+    tenant: &TenantEntry,
+) -> Result<CredentialSource, Unbuildable> {
+    Ok(match &tenant.credential_env {
+        Some(var) if tenant.proxy_base.is_some() => CredentialSource::Env(var.clone()),
+        _ => CredentialSource::Fixed(
+            built_in
+                .ok_or(Unbuildable::NoBuiltInCrm)?
+                .tenant_spec(&tenant.id)
+                .credential,
+        ),
+    })
+}
+
+/// What the host needs to serve one tenant of the file, or why it cannot here.
 pub(super) fn tenant_spec(
     options: &Options,
     store: &Store,
     built_in: Option<&dyn BuiltInCrm>,
     tenant: &TenantEntry,
-) -> Result<(TenantSpec, CredentialSource), String> {
-    let source = match &tenant.credential_env {
-        Some(var) if tenant.proxy_base.is_some() => CredentialSource::Env(var.clone()),
-        _ => CredentialSource::Fixed(
-            built_in
-                .ok_or(NO_BUILT_IN_CRM)?
-                .tenant_spec(&tenant.id)
-                .credential,
-        ),
-    };
+) -> Result<TenantSpec, Unbuildable> {
     let mut spec = match &tenant.proxy_base {
-        None if built_in.is_some_and(|b| b.tenants().contains(&tenant.id)) => {
-            built_in.ok_or(NO_BUILT_IN_CRM)?.tenant_spec(&tenant.id)
-        }
         None => {
-            return Err(format!(
-                "{:?} is not a sandbox tenant; give it a proxy_base",
-                tenant.id
-            ));
+            let built_in = built_in.ok_or(Unbuildable::NoBuiltInCrm)?;
+            if !built_in.tenants().contains(&tenant.id) {
+                return Err(Unbuildable::NotSandbox);
+            }
+            built_in.tenant_spec(&tenant.id)
         }
         Some(proxy_base) => {
-            let var = tenant.credential_env.as_deref().ok_or_else(|| {
-                format!("tenant {:?} needs credential_env for its broker", tenant.id)
+            let var = tenant
+                .credential_env
+                .as_deref()
+                .ok_or(Unbuildable::NoCredentialEnv)?;
+            let credential = std::env::var(var).map_err(|_| Unbuildable::CredentialNotSet {
+                var: var.to_owned(),
             })?;
-            let credential = std::env::var(var)
-                .map_err(|_| format!("tenant {:?}: {var} is not set", tenant.id))?;
             TenantSpec {
                 tenant_id: tenant.id.clone(),
                 proxy_base: proxy_base.clone(),
@@ -169,48 +417,8 @@ pub(super) fn tenant_spec(
     spec.settings.extend(tenant.policy.settings());
     spec.results_dir = Some(match &options.results_dir {
         Some(root) => root.join(&tenant.id),
-        None => tenant_results_dir(&options.data_dir, &tenant.id)?,
+        None => tenant_results_dir(&options.data_dir, &tenant.id).map_err(Unbuildable::Here)?,
     });
-    spec.mappings = store.location(&tenant.id)?;
-    Ok((spec, source))
-}
-
-/// `crm-host tenants import|swap`: prints one JSON line saying what the fleet now runs.
-pub(super) fn run(
-    store: &Store,
-    runtime: &crate::Runtime,
-    action: &super::TenantsAction,
-) -> Result<serde_json::Value, String> {
-    let fleet = store
-        .postgres()
-        .ok_or("the tenants registry lives in a PostgreSQL --store (or CRM_HOST_STORE)")?;
-    match action {
-        super::TenantsAction::Import { tenants_file: file } => {
-            let text =
-                std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
-            let parsed =
-                TenantsFile::parse(&text).map_err(|e| format!("{}: {e}", file.display()))?;
-            let version = fleet.put_registry(&text).map_err(|e| e.to_string())?;
-            Ok(serde_json::json!({
-                "registry_version": version,
-                "tenants": parsed.tenants.iter().map(|t| t.id.clone()).collect::<Vec<_>>(),
-                "tokens": parsed.tokens.len(),
-            }))
-        }
-        super::TenantsAction::Swap {
-            tenant_id: tenant,
-            wasm: component,
-        } => {
-            let wasm =
-                std::fs::read(component).map_err(|e| format!("{}: {e}", component.display()))?;
-            // Only a component this host can load goes to the fleet.
-            runtime
-                .load(&wasm)
-                .map_err(|e| format!("{}: {e}", component.display()))?;
-            let sha256 = fleet
-                .swap_component(tenant, &wasm)
-                .map_err(|e| e.to_string())?;
-            Ok(serde_json::json!({"tenant": tenant, "component_sha256": sha256}))
-        }
-    }
+    spec.mappings = store.location(&tenant.id).map_err(Unbuildable::Here)?;
+    Ok(spec)
 }

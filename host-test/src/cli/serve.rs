@@ -7,7 +7,7 @@ use super::{
 };
 use crate::Host;
 use crate::backend::Backend;
-use crate::mcp::admin::{Admin, Credentials};
+use crate::mcp::admin::{Admin, Credentials, OperatorToken};
 use crate::mcp::http::limits::{DEFAULT_IN_FLIGHT_PER_PRINCIPAL, DEFAULT_TASKS_PER_PRINCIPAL};
 use crate::mcp::http::{self as mcp_http, Gate, MCP_PATH};
 use crate::mcp::tenants::{SharedTokens, TenantsFile};
@@ -15,6 +15,7 @@ use crate::metrics::Metrics;
 use clap::Args;
 use serde_json::json;
 use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use url::Url;
 
@@ -194,6 +195,10 @@ pub(super) async fn serve_http(
         host = host.with_pacer(pacer);
     }
     let host = Arc::new(host);
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| format!("--listen {listen}: {e}"))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
     let tenants = Arc::new(Tenants {
         options: options.clone(),
         store: stores.clone(),
@@ -201,22 +206,28 @@ pub(super) async fn serve_http(
         host: host.clone(),
         plugin,
         jwks_backend,
+        on_broker: on_broker > 0,
         tokens: SharedTokens::default(),
         credentials: Credentials::default(),
+        operator: OperatorToken::default(),
+        metrics: metrics.clone(),
+        host_id: host_id(local),
         applied: Mutex::default(),
+        reported: AtomicBool::new(true),
     });
-    tenants.apply(version, &file)?;
+    // A tenant that cannot be built here is out of service, named in /readyz, /metrics and
+    // the fleet's reports; the host serves the others.
+    tenants.apply(version, Arc::new(file));
+    let stop = tokio_util::sync::CancellationToken::new();
     if let Some(fleet) = stores.postgres() {
         host.follow_store(fleet);
         // A file given with --tenants is this host's alone; the registry is the fleet's.
         if tenants_path.is_none() {
             tenants.clone().follow(fleet.clone());
         }
+        tenants.report(fleet);
     }
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .map_err(|e| format!("--listen {listen}: {e}"))?;
-    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    tenants.clone().heartbeat(stop.clone());
     let local_url = format!("http://{local}{MCP_PATH}");
     let public_url = match public_url {
         Some(url) => url,
@@ -232,15 +243,15 @@ pub(super) async fn serve_http(
         allowed_origins,
         public_url,
     };
-    let admin = file.admin.as_ref().map(|a| Admin {
-        token_sha256: a.sha256.clone(),
+    // The operator's token follows the registry: rotated by an import, off without [admin].
+    let admin = Admin {
+        operator: tenants.operator.clone(),
         credentials: tenants.credentials.clone(),
         fleet: stores.postgres().cloned(),
-    });
-    let stop = tokio_util::sync::CancellationToken::new();
+    };
     let serve_options = mcp_http::ServeOptions {
         gate,
-        admin,
+        admin: Some(admin),
         limits,
         metrics,
         stop: stop.clone(),
@@ -256,9 +267,28 @@ pub(super) async fn serve_http(
             Ok(())
         }
     };
+    stop.cancel();
+    // A host that stops no longer counts as live in the fleet.
+    if let Some(fleet) = stores.postgres()
+        && let Err(e) = fleet.forget_host(&tenants.host_id)
+    {
+        tracing::warn!("removing this host from the fleet's reports: {e}");
+    }
     let flushed = audit
         .flush()
         .map_err(|e| format!("writing the audit trail: {e}"));
     served.and(flushed)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// This host's name in the fleet's reports: its machine's name and the port it listens on (so
+/// a host restarted in place takes its own row again).
+fn host_id(local: std::net::SocketAddr) -> String {
+    let machine = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty())
+        .unwrap_or_else(|| "host".into());
+    format!("{machine}:{}", local.port())
 }

@@ -20,8 +20,9 @@ const SWEEP_EVERY_SECONDS: u64 = 5;
 
 impl Host {
     /// Stops serving a tenant (gone from the registry): new calls are refused as for an unknown
-    /// tenant; calls running finish. Its store is kept.
+    /// tenant, even one that was out of service; calls running finish. Its store is kept.
     pub fn remove_tenant(&self, tenant_id: &str) -> bool {
+        self.back_in_service(tenant_id);
         self.tenants
             .write()
             .unwrap_or_else(|e| e.into_inner())

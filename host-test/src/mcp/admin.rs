@@ -5,7 +5,8 @@
 //! credential for the tenant at once ([`Host::disconnect`]); `.../connect` restores it from the
 //! tenant's credential source. `POST /admin/tenants/{tenant}/component` with a component's
 //! bytes swaps it in (on every host of a fleet). Each needs the operator's own bearer token (its SHA-256 is the
-//! tenants file's `[admin] sha256`), which no MCP token matches; browsers are refused outright.
+//! tenants file's `[admin] sha256`, replaced with every registry version), which no MCP token
+//! matches; browsers are refused outright.
 
 use super::tenants::{bearer, token_hash};
 use crate::credential::Credential;
@@ -62,11 +63,46 @@ impl Credentials {
     }
 }
 
-/// The operator's access: their token's hash, each tenant's credential source, and the
-/// fleet's store when there is one (a swap made here reaches every host through it).
+/// The operator's token, as the hex SHA-256 of the tenants file's `[admin]`: replaced whenever
+/// the registry changes, so a rotated token works (and the old one stops) without a restart;
+/// none turns the operator's routes off.
+#[derive(Clone, Default)]
+pub struct OperatorToken(std::sync::Arc<std::sync::RwLock<Option<String>>>);
+
+impl From<String> for OperatorToken {
+    fn from(sha256: String) -> Self {
+        let token = OperatorToken::default();
+        token.replace(Some(sha256));
+        token
+    }
+}
+
+impl OperatorToken {
+    /// Puts `sha256` (none: no operator) in the place of the current hash.
+    pub fn replace(&self, sha256: Option<String>) {
+        *self.0.write().unwrap_or_else(|e| e.into_inner()) = sha256.map(|h| h.to_ascii_lowercase());
+    }
+
+    /// Whether there is an operator now.
+    pub fn is_set(&self) -> bool {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).is_some()
+    }
+
+    /// Whether `token` is the operator's now.
+    fn matches(&self, token: &str) -> bool {
+        self.0
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_deref()
+            .is_some_and(|hash| token_hash(token) == hash)
+    }
+}
+
+/// The operator's access: their token, each tenant's credential source, and the fleet's store
+/// when there is one (a swap made here reaches every host through it).
 #[derive(Clone)]
 pub struct Admin {
-    pub token_sha256: String,
+    pub operator: OperatorToken,
     pub credentials: Credentials,
     pub fleet: Option<std::sync::Arc<crate::tenant_db::PgStore>>,
 }
@@ -75,6 +111,11 @@ pub struct Admin {
 pub type Answer = (StatusCode, serde_json::Value);
 
 impl Admin {
+    /// Whether the operator's routes are on (the registry names an operator now).
+    pub fn enabled(&self) -> bool {
+        self.operator.is_set()
+    }
+
     /// Whether a request carries the operator's token (and comes from no browser).
     pub fn is_operator<B>(&self, request: &Request<B>) -> bool {
         let token = request
@@ -83,7 +124,7 @@ impl Admin {
             .and_then(|v| v.to_str().ok())
             .and_then(bearer);
         !request.headers().contains_key(header::ORIGIN)
-            && token.is_some_and(|t| token_hash(t) == self.token_sha256.to_ascii_lowercase())
+            && token.is_some_and(|t| self.operator.matches(t))
     }
 
     /// Swaps `tenant`'s component for `wasm`: loaded here first (a component that does not load
@@ -133,7 +174,7 @@ impl Admin {
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(bearer);
-        if token.is_none_or(|t| token_hash(t) != self.token_sha256.to_ascii_lowercase()) {
+        if token.is_none_or(|t| !self.operator.matches(t)) {
             return refuse(
                 StatusCode::UNAUTHORIZED,
                 "the operator's bearer token is required",
@@ -172,5 +213,37 @@ impl Admin {
             ),
             Err(why) => refuse(StatusCode::NOT_FOUND, &why),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(token: &str) -> Request<()> {
+        Request::post("/admin/tenants/acme/connections/crm-a/disconnect")
+            .header(header::AUTHORIZATION, format!("Bearer {token}"))
+            .body(())
+            .unwrap()
+    }
+
+    #[test]
+    fn a_rotated_operator_token_works_at_once_and_the_old_one_stops() {
+        let admin = Admin {
+            operator: token_hash("old").into(),
+            credentials: Credentials::default(),
+            fleet: None,
+        };
+        assert!(admin.enabled());
+        assert!(admin.is_operator(&request("old")));
+        assert!(!admin.is_operator(&request("new")));
+        admin
+            .operator
+            .replace(Some(token_hash("new").to_ascii_uppercase()));
+        assert!(!admin.is_operator(&request("old")), "the old token stops");
+        assert!(admin.is_operator(&request("new")), "in any case of hex");
+        admin.operator.replace(None);
+        assert!(!admin.enabled(), "no [admin]: the routes are off");
+        assert!(!admin.is_operator(&request("new")));
     }
 }

@@ -105,10 +105,13 @@ fn result_file_name(output: &Value) -> Option<&str> {
 }
 
 /// How a failed call reaches the client: a `tool-error` is a tool result with `isError` (the
-/// model reads it and can correct itself); a broken or cancelled call is a protocol error.
+/// model reads it and can correct itself), and so is a tenant out of service on this host (the
+/// model can tell its user what the operator must fix); a broken or cancelled call is a
+/// protocol error.
 pub fn failure(err: CallError) -> Result<CallToolResult, McpError> {
     match err {
         CallError::Tool(e) => Ok(tool_error(e.kind(), &e.message())),
+        out @ CallError::OutOfService { .. } => Ok(tool_error(out.kind(), &out.to_string())),
         other => Err(McpError::internal_error(other.to_string(), None)),
     }
 }
@@ -249,5 +252,23 @@ mod tests {
         assert_eq!(text["error"]["message"], "crm.objects.deals.write");
         let err = failure(CallError::Plugin("wasm trap: unreachable".into())).unwrap_err();
         assert_eq!(err.code, rmcp::model::ErrorCode::INTERNAL_ERROR);
+    }
+
+    #[test]
+    fn a_tenant_out_of_service_is_a_result_naming_what_the_operator_must_fix() {
+        let out = CallError::OutOfService {
+            tenant: "globex".into(),
+            why: "GLOBEX_CRED is not set; set it on every host".into(),
+        };
+        let wire = serde_json::to_value(failure(out).unwrap()).unwrap();
+        assert_eq!(wire["isError"], true);
+        let text: Value =
+            serde_json::from_str(wire["content"][0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(text["error"]["kind"], "out-of-service");
+        assert_eq!(
+            text["error"]["message"],
+            "tenant globex is out of service on this host: GLOBEX_CRED is not set; set it on \
+             every host"
+        );
     }
 }

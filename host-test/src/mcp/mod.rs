@@ -268,15 +268,16 @@ impl ServerHandler for McpServer {
         if request.name == files::READ_TOOL {
             return files::read_tool_call(&self.host, &principal, &input).map(Into::into);
         }
-        let listing = self
+        // A tenant out of service here is told so as a result, as its call would be.
+        let (listing, policy) = match self
             .host
             .listing(&principal.tenant_id)
             .await
-            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
-        let policy = self
-            .host
-            .policy(&principal.tenant_id)
-            .map_err(|e| McpError::internal_error(e.to_string(), None))?;
+            .and_then(|listing| Ok((listing, self.host.policy(&principal.tenant_id)?)))
+        {
+            Ok(found) => found,
+            Err(err) => return convert::failure(err).map(Into::into),
+        };
         // A governed write takes a preview's token; the workspace may want the person, not
         // the model, to give it.
         let Some((_, governed_write)) = listing

@@ -16,7 +16,8 @@
 //! # scopes = ["crm.objects.deals.read"]        # CRM A scopes granted [default: the spec's]
 //!
 //! [admin]                          # optional: the operator's routes under /admin/
-//! sha256 = "…"                     # the hex SHA-256 of the operator's own token
+//! sha256 = "…"                     # the hex SHA-256 of the operator's own token (rotated
+//!                                  # on every host by importing the registry again)
 //!
 //! [[jwt]]                          # or: signed tokens from an identity provider
 //! issuer = "https://auth.example.com"
@@ -223,9 +224,27 @@ pub fn token_hash(token: &str) -> String {
 }
 
 impl TenantsFile {
-    /// Reads and checks a tenants file: every token names a known tenant, no hash twice.
+    /// Reads and checks a tenants file: every token names a known tenant, no tenant, hash or
+    /// provider twice, every provider's key readable. These hold on every host alike, so
+    /// `crm-host tenants import` refuses a file that breaks one; what may differ from host to
+    /// host (a credential variable) is checked as each host applies the file.
     pub fn parse(text: &str) -> Result<Self, String> {
         let file: TenantsFile = toml::from_str(text).map_err(|e| e.to_string())?;
+        let mut ids = std::collections::HashSet::new();
+        if let Some(twice) = file.tenants.iter().find(|t| !ids.insert(&t.id)) {
+            return Err(format!("tenant {:?} is listed twice", twice.id));
+        }
+        let mut hashes = std::collections::HashSet::new();
+        if let Some(twice) = file
+            .tokens
+            .iter()
+            .find(|t| !hashes.insert(t.sha256.to_ascii_lowercase()))
+        {
+            return Err(format!(
+                "the same token is listed twice (for {})",
+                twice.tenant
+            ));
+        }
         for token in &file.tokens {
             if !file.tenants.iter().any(|t| t.id == token.tenant) {
                 return Err(format!(
@@ -269,6 +288,13 @@ impl TenantsFile {
                 return Err(format!(
                     "the provider {name} needs exactly one of public_key_pem and jwks_url"
                 ));
+            }
+            if let Some(pem) = &provider.public_key_pem {
+                jwt::pem_key(provider.algorithm, pem)
+                    .map_err(|e| format!("the public key of {name}: {e}"))?;
+            }
+            if let Some(url) = provider.jwks_url.as_ref().filter(|u| u.scheme() != "https") {
+                return Err(format!("the provider {name}: jwks_url {url} must be https"));
             }
         }
         Ok(file)

@@ -10,6 +10,8 @@
 
 mod events;
 mod files;
+/// What each host of the fleet last reported of itself.
+mod hosts;
 mod pacing;
 mod registry;
 /// The `Rows` interface over the pool: one prepared statement (or transaction) a method.
@@ -17,6 +19,7 @@ mod rows;
 pub mod schema;
 
 pub use events::StoreEvent;
+pub use hosts::{HostReport, HostSeen, OutOfService};
 
 use super::StoreError;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};

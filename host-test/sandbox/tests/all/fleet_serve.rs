@@ -8,211 +8,15 @@
 use crate::fixtures::{relabelled_plugin, temp_dir};
 use crate::fleet::fresh_database;
 use crate::mcp::answer;
-use crm_host::mcp::tenants::token_hash;
-use rmcp::model::CallToolRequestParams;
-use rmcp::service::{NotificationContext, RunningService};
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{ClientHandler, RoleClient, ServiceExt};
+use crate::serve_procs::{
+    Broker, Listener, Serving, admitted, client, command, read_account, tenants_file, tool,
+    within_a_second,
+};
+use rmcp::RoleClient;
+use rmcp::service::RunningService;
 use serde_json::{Value, json};
-use std::io::BufRead;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-
-const BINARY: &str = env!("CARGO_BIN_EXE_crm-sandbox");
-
-/// `crm-sandbox --store URL args…`, its JSON answer.
-fn command(store: &str, dir: &Path, args: &[&str]) -> Value {
-    let out = std::process::Command::new(BINARY)
-        .env("XDG_CACHE_HOME", dir.join("cache"))
-        .arg("--store")
-        .arg(store)
-        .arg("--data-dir")
-        .arg(dir.join("cli"))
-        .args(args)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{args:?}: {text}");
-    serde_json::from_str(&text).unwrap()
-}
-
-/// A `serve` process on the registry, killed when dropped.
-struct Serving {
-    child: std::process::Child,
-    url: String,
-}
-
-/// The sandbox CRM as an HTTPS broker: its URL, certificate and each tenant's credential.
-struct Broker {
-    _child: Serving,
-    url: String,
-    cert: PathBuf,
-    credentials: Value,
-}
-
-impl Broker {
-    fn start(dir: &Path) -> Self {
-        let cert = dir.join("broker.pem");
-        let mut child = std::process::Command::new(BINARY)
-            .env("XDG_CACHE_HOME", dir.join("cache"))
-            .args(["sandbox", "--listen", "127.0.0.1:0", "--cert-out"])
-            .arg(&cert)
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        std::io::BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let said: Value = serde_json::from_str(&line).unwrap();
-        Broker {
-            url: said["listening"].as_str().unwrap().to_string(),
-            credentials: said["credentials"].clone(),
-            cert,
-            _child: Serving {
-                child,
-                url: String::new(),
-            },
-        }
-    }
-
-    /// A tenants file: each tenant on this broker, the tokens given, acme's writes confirmed.
-    fn tenants_file(&self, tenants: &[&str], tokens: &[(&str, &str, &str)]) -> String {
-        let mut text = String::new();
-        for tenant in tenants {
-            text += &format!(
-                "[[tenants]]\nid = \"{tenant}\"\nproxy_base = \"{}\"\n\
-                 credential_env = \"{}_CREDENTIAL\"\ninstance_url = \"{}\"\n",
-                self.url,
-                tenant.to_uppercase(),
-                crm_sandbox::SandboxCrm::instance_url(tenant)
-            );
-            if *tenant == "acme" {
-                text += "[tenants.policy]\nconfirm_writes = true\n";
-            }
-        }
-        for (token, tenant, user) in tokens {
-            text += &format!(
-                "[[tokens]]\nsha256 = \"{}\"\ntenant = \"{tenant}\"\nuser = \"{user}\"\n",
-                token_hash(token)
-            );
-        }
-        text + &format!("[admin]\nsha256 = \"{}\"\n", token_hash("operator-token"))
-    }
-}
-
-impl Serving {
-    fn start(store: &str, dir: &Path, name: &str, broker: &Broker) -> Self {
-        let mut child = std::process::Command::new(BINARY)
-            .env("XDG_CACHE_HOME", dir.join("cache"))
-            .env(
-                "ACME_CREDENTIAL",
-                broker.credentials["acme"].as_str().unwrap(),
-            )
-            .env(
-                "GLOBEX_CREDENTIAL",
-                broker.credentials["globex"].as_str().unwrap(),
-            )
-            .arg("--store")
-            .arg(store)
-            .arg("--data-dir")
-            .arg(dir.join(name))
-            .arg("--ca-cert")
-            .arg(&broker.cert)
-            .args(["serve", "--listen", "127.0.0.1:0"])
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdout = child.stdout.take().unwrap();
-        let mut line = String::new();
-        std::io::BufReader::new(stdout)
-            .read_line(&mut line)
-            .unwrap();
-        let said: Value = serde_json::from_str(&line)
-            .unwrap_or_else(|_| panic!("the server's first line: {line:?}"));
-        Serving {
-            url: said["listening"].as_str().unwrap().to_string(),
-            child,
-        }
-    }
-
-    fn admin(&self, path: &str) -> u16 {
-        self.admin_with(path, None)
-    }
-
-    /// POSTs to an operator's route, with a file as the body when given; the status.
-    fn admin_with(&self, path: &str, body: Option<&Path>) -> u16 {
-        let base = self.url.trim_end_matches("/mcp");
-        let mut curl = std::process::Command::new("curl");
-        curl.args(["-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST"])
-            .arg("-H")
-            .arg("Authorization: Bearer operator-token");
-        if let Some(file) = body {
-            curl.arg("--data-binary")
-                .arg(format!("@{}", file.display()));
-        }
-        let response = curl.arg(format!("{base}{path}")).output().unwrap();
-        String::from_utf8_lossy(&response.stdout).parse().unwrap()
-    }
-}
-
-impl Drop for Serving {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Counts `notifications/tools/list_changed`.
-#[derive(Clone, Default)]
-struct Listener(Arc<AtomicUsize>);
-
-impl ClientHandler for Listener {
-    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
-        self.0.fetch_add(1, Ordering::SeqCst);
-    }
-}
-
-async fn client(url: &str, token: &str) -> RunningService<RoleClient, Listener> {
-    let config = StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(token);
-    Listener::default()
-        .serve(StreamableHttpClientTransport::from_config(config))
-        .await
-        .unwrap()
-}
-
-/// Whether `token` is let in at `url` (a bare initialize request).
-async fn admitted(url: &str, token: &str) -> bool {
-    let config = StreamableHttpClientTransportConfig::with_uri(url.to_string()).auth_header(token);
-    ().serve(StreamableHttpClientTransport::from_config(config))
-        .await
-        .is_ok()
-}
-
-async fn read_account(
-    client: &RunningService<RoleClient, Listener>,
-) -> rmcp::model::CallToolResult {
-    let params: CallToolRequestParams = serde_json::from_value(json!({
-        "name": "crmb_get_record",
-        "arguments": {"object": "Account", "record_id": "0015gA000000001ABA", "fields": ["Name"]},
-    }))
-    .unwrap();
-    client.call_tool(params).await.unwrap()
-}
-
-async fn tool(
-    client: &RunningService<RoleClient, Listener>,
-    name: &str,
-    arguments: Value,
-) -> rmcp::model::CallToolResult {
-    let params: CallToolRequestParams =
-        serde_json::from_value(json!({"name": name, "arguments": arguments})).unwrap();
-    client.call_tool(params).await.unwrap()
-}
 
 fn deal_update(amount: &str, extra: Value) -> Value {
     let mut input = json!({"object_type": "deals", "record_id": "357300",
@@ -232,24 +36,6 @@ async fn preview_token(client: &RunningService<RoleClient, Listener>, amount: &s
     )
     .await;
     answer(&previewed)["preview"]["confirmation_token"].clone()
-}
-
-async fn within_a_second(what: &str, mut done: impl AsyncFnMut() -> bool) -> Duration {
-    let began = Instant::now();
-    while !done().await {
-        assert!(
-            began.elapsed() < Duration::from_secs(1),
-            "{what}: not within a second"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    began.elapsed()
-}
-
-fn tenants_file(dir: &Path, name: &str, text: &str) -> PathBuf {
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    path
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -363,11 +149,15 @@ async fn two_serve_processes_share_the_registry_its_changes_and_the_disconnects(
             tenants_file(&dir, "two.toml", &both).to_str().unwrap(),
         ],
     );
+    // Polled on /readyz: every refused token counts against the address's 30 failed
+    // authentications a minute, which a slow apply could use up.
     let took = within_a_second("globex on host B", async || {
-        admitted(&b.url, "globex-token").await
+        let (_, ready) = b.get("/readyz", None).await;
+        serde_json::from_str::<Value>(&ready).unwrap()["tenants"] == 2
     })
     .await;
     eprintln!("host B served the new tenant after {took:?}");
+    assert!(admitted(&b.url, "globex-token").await);
     let globex_only = broker.tenants_file(&["acme", "globex"], &[bob]);
     command(
         &store,

@@ -687,10 +687,9 @@ async fn behind_a_proxy_the_public_url_is_the_host_the_metadata_and_the_challeng
     assert_eq!(plain.send("GET", "/healthz", &[], "").await.status, 200);
     let ready = plain.send("GET", "/readyz", &[], "").await;
     assert_eq!(ready.status, 200);
-    assert_eq!(
-        serde_json::from_str::<Value>(&ready.body).unwrap()["tenants"],
-        2
-    );
+    let ready: Value = serde_json::from_str(&ready.body).unwrap();
+    assert_eq!(ready["tenants"], 2);
+    assert_eq!(ready["status"], "ok", "no tenant out of service: {ready}");
     assert_eq!(plain.send("GET", "/metrics", &[], "").await.status, 401);
     let as_tenant = [("authorization", "Bearer acme-token")];
     assert_eq!(

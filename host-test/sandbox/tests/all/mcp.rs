@@ -364,7 +364,7 @@ async fn http_server(dir: &std::path::Path) -> String {
         public_url: url::Url::parse(&format!("{base}/mcp")).unwrap(),
     };
     let admin = Admin {
-        token_sha256: hash("operator-token"),
+        operator: hash("operator-token").into(),
         credentials: ["acme", "globex"]
             .into_iter()
             .map(|t| {

@@ -15,7 +15,7 @@
 //! | `/mcp` | bearer tokens | MCP (both protocol eras) |
 //! | `/.well-known/oauth-protected-resource[/mcp]` | anyone | RFC 9728 metadata |
 //! | `/healthz` | anyone | the process is alive |
-//! | `/readyz` | anyone | component loaded, every tenant's store answering |
+//! | `/readyz` | anyone | component loaded, every tenant's store answering; tenants out of service named |
 //! | `/metrics` | the operator's token | Prometheus text |
 //! | `/admin/…` | the operator's token | disconnect, connect, swap a tenant's component |
 
@@ -23,6 +23,8 @@ pub mod body;
 pub mod gate;
 pub mod limits;
 pub mod listener;
+/// `/readyz` and `/metrics`.
+mod ops;
 pub mod sessions;
 pub mod shares;
 
@@ -142,6 +144,13 @@ struct State {
     rate: RateLimiter,
     in_flight: Arc<InFlightLimiter>,
     auth_failures: AuthFailures,
+}
+
+impl State {
+    /// The operator's access, while the registry names an operator.
+    fn operator(&self) -> Option<&Admin> {
+        self.admin.as_ref().filter(|admin| admin.enabled())
+    }
 }
 
 /// Serves with every option; returns when `options.stop` is cancelled.
@@ -285,22 +294,16 @@ async fn route(
     let response = match path {
         MCP_PATH => mcp(&state, request).await,
         HEALTH_PATH => plain(StatusCode::OK, "ok"),
-        READY_PATH => match state.host.readiness() {
-            Ok(tenants) => json_response(
-                StatusCode::OK,
-                &serde_json::json!({"ready": true, "tenants": tenants}),
-            ),
-            Err(why) => json_response(
-                StatusCode::SERVICE_UNAVAILABLE,
-                &serde_json::json!({"ready": false, "why": why}),
-            ),
-        },
-        METRICS_PATH => metrics(&state, &request),
+        READY_PATH => ops::ready(&state.host),
+        METRICS_PATH => {
+            state.metrics.sessions.set(state.sessions.len() as i64);
+            ops::metrics(state.operator(), &state.metrics, &request)
+        }
         path if state.gate.is_metadata_path(path) => state.gate.metadata(),
         path if path.starts_with("/admin/") && path.ends_with("/component") => {
             component_upload(&state, request).await
         }
-        path if path.starts_with("/admin/") => match &state.admin {
+        path if path.starts_with("/admin/") => match state.operator() {
             Some(admin) => {
                 let (status, body) = admin.handle(&state.host, &request);
                 json_response(status, &body)
@@ -347,7 +350,7 @@ const MAX_COMPONENT_BYTES: usize = 64 << 20;
 /// `POST /admin/tenants/{tenant}/component` with the component's bytes: the operator swaps the
 /// tenant's component (on every host of a fleet). The token is checked before the body is read.
 async fn component_upload(state: &State, request: Request<Incoming>) -> Response<Body> {
-    let Some(admin) = &state.admin else {
+    let Some(admin) = state.operator() else {
         return plain(StatusCode::NOT_FOUND, "not found");
     };
     if !admin.is_operator(&request) || request.method() != Method::POST {
@@ -372,28 +375,6 @@ async fn component_upload(state: &State, request: Request<Incoming>) -> Response
         Ok((status, body)) => json_response(status, &body),
         Err(_) => plain(StatusCode::INTERNAL_SERVER_ERROR, "the swap failed"),
     }
-}
-
-/// `GET /metrics`, for the operator's token only (404 when the server has no operator).
-fn metrics(state: &State, request: &Request<Incoming>) -> Response<Body> {
-    let Some(admin) = &state.admin else {
-        return plain(StatusCode::NOT_FOUND, "not found");
-    };
-    if !admin.is_operator(request) {
-        return plain(
-            StatusCode::UNAUTHORIZED,
-            "the operator's bearer token is required",
-        );
-    }
-    state.metrics.sessions.set(state.sessions.len() as i64);
-    let mut response = plain(StatusCode::OK, &state.metrics.render());
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        header::HeaderValue::from_static(
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-        ),
-    );
-    response
 }
 
 /// The JSON-RPC id of a request message, as text, if the body is one.

@@ -233,3 +233,36 @@ fn a_tenants_policy_table_becomes_its_policy_settings() {
         "a misspelt rule is refused, not ignored"
     );
 }
+
+#[test]
+fn what_holds_on_every_host_is_checked_when_the_file_is_read() {
+    // So `tenants import` refuses it, rather than every host failing to apply it.
+    let twice = format!("{FILE}[[tenants]]\nid = \"acme\"\n");
+    assert!(
+        TenantsFile::parse(&twice)
+            .unwrap_err()
+            .contains("\"acme\" is listed twice")
+    );
+    let same_token = FILE.replace(
+        "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08",
+        "2BB80D537B1DA3E38BD30361AA855686BDE0EACD7162FEF6A25FE97BF527A25B",
+    );
+    assert!(
+        TenantsFile::parse(&same_token)
+            .unwrap_err()
+            .contains("listed twice")
+    );
+    let bad_key = provider_file("").replace("MCowBQYDK2VwAyEA", "AAAA");
+    assert!(
+        TenantsFile::parse(&bad_key)
+            .unwrap_err()
+            .contains("the public key of https://auth.example")
+    );
+    let plain_jwks = provider_file("jwks_url = \"http://auth.example/jwks\"\n")
+        .replace(&format!("public_key_pem = '''{PUBLIC_KEY}'''\n"), "");
+    assert!(
+        TenantsFile::parse(&plain_jwks)
+            .unwrap_err()
+            .contains("must be https")
+    );
+}

@@ -160,6 +160,19 @@ pub const MIGRATIONS: &[Migration] = &[
     },
     Migration {
         version: 5,
+        name: "what each host of the fleet last reported: registry version, broken tenants",
+        sql: r#"
+        CREATE TABLE IF NOT EXISTS fleet_hosts (
+            host_id text   PRIMARY KEY,
+            version bigint NOT NULL,
+            broken  jsonb  NOT NULL DEFAULT '[]',
+            seen_ms bigint NOT NULL
+        );
+        CREATE INDEX IF NOT EXISTS fleet_hosts_by_seen ON fleet_hosts (seen_ms);
+    "#,
+    },
+    Migration {
+        version: 6,
         name: "each pending change leased to its call, so a dead host's turn unknown",
         sql: r#"
         ALTER TABLE changes ADD COLUMN lease_until_ms bigint;

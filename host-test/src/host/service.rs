@@ -1,0 +1,102 @@
+//! Tenants this host cannot serve, and whether it is ready.
+//!
+//! A tenant whose registry entry cannot be built on this host (its credential variable is not
+//! set here, its results directory cannot be made) is *taken out of service* here rather than
+//! kept on the entry it had: the new entry may be a tighter policy or a revoked credential, and
+//! serving the old one would quietly undo the operator's change. Its calls are refused with the
+//! reason, nothing sent, until an entry that builds is added again.
+
+use super::{CallError, Host};
+use std::collections::BTreeMap;
+
+/// What `/readyz` reports: how many tenants are served, and those out of service with why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Readiness {
+    pub tenants: usize,
+    pub out_of_service: BTreeMap<String, String>,
+}
+
+impl Readiness {
+    /// Whether some listed tenant is not served here.
+    pub fn is_degraded(&self) -> bool {
+        !self.out_of_service.is_empty()
+    }
+}
+
+impl Host {
+    /// Takes `tenant_id` out of service on this host: its entry is dropped (calls running
+    /// finish on it) and every new call is refused with `why`, nothing sent, until
+    /// [`Host::add_tenant`] registers it again. `why` says what the operator must fix.
+    pub fn take_out_of_service(&self, tenant_id: &str, why: impl Into<String>) {
+        // Marked first, so no lookup in between finds the tenant unknown.
+        self.out_of_service
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(tenant_id.to_owned(), why.into());
+        self.tenants
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(tenant_id);
+    }
+
+    /// Every tenant out of service here, with why.
+    pub fn out_of_service(&self) -> BTreeMap<String, String> {
+        self.out_of_service
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Forgets that `tenant_id` was out of service (it was added again, or is no longer
+    /// listed).
+    pub(super) fn back_in_service(&self, tenant_id: &str) {
+        self.out_of_service
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(tenant_id);
+    }
+
+    /// Why a tenant this host does not serve has no entry: out of service, or unknown.
+    pub(super) fn missing(&self, tenant_id: &str) -> CallError {
+        match self
+            .out_of_service
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(tenant_id)
+        {
+            Some(why) => CallError::OutOfService {
+                tenant: tenant_id.to_owned(),
+                why: why.clone(),
+            },
+            None => CallError::UnknownTenant(tenant_id.into()),
+        }
+    }
+
+    /// Whether the host can serve: at least one tenant with its component loaded, and every
+    /// served tenant's store answering a query. A tenant out of service leaves the host ready
+    /// (the others are served) but degraded, and named.
+    pub fn readiness(&self) -> Result<Readiness, String> {
+        let tenants = self.entries();
+        let out_of_service = self.out_of_service();
+        if tenants.is_empty() {
+            let named: Vec<String> = out_of_service
+                .iter()
+                .map(|(tenant, why)| format!("tenant {tenant} is out of service: {why}"))
+                .collect();
+            return Err(match named.is_empty() {
+                true => "no tenant is loaded".into(),
+                false => format!("no tenant is in service here; {}", named.join("; ")),
+            });
+        }
+        for entry in &tenants {
+            entry
+                .mappings
+                .disconnected()
+                .map_err(|e| format!("a tenant's store does not answer: {e}"))?;
+        }
+        Ok(Readiness {
+            tenants: tenants.len(),
+            out_of_service,
+        })
+    }
+}
