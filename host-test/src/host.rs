@@ -505,7 +505,7 @@ impl Host {
         }
         // A tool refused up front is one whose every CRM is disconnected; a tool that may reach
         // either (`crm_revert_change`) still runs for the connected one, and the hooks answer a
-        // request to the disconnected one with a local 401, sending nothing.
+        // request to the disconnected one with a typed refusal (`egress`), sending nothing.
         let reaches: Vec<Crm> = entry.plugin.policy.integrations_of(&request.tool).collect();
         if let Some(&integration) = reaches.first()
             && reaches.iter().all(|i| !entry.connections.is_connected(*i))
