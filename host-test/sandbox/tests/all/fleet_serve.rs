@@ -26,7 +26,7 @@ const BINARY: &str = env!("CARGO_BIN_EXE_crm-sandbox");
 /// `crm-sandbox --store URL args…`, its JSON answer.
 fn command(store: &str, dir: &Path, args: &[&str]) -> Value {
     let out = std::process::Command::new(BINARY)
-        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .env("XDG_CACHE_HOME", crate::fixtures::cache_home())
         .arg("--store")
         .arg(store)
         .arg("--data-dir")
@@ -57,7 +57,7 @@ impl Broker {
     fn start(dir: &Path) -> Self {
         let cert = dir.join("broker.pem");
         let mut child = std::process::Command::new(BINARY)
-            .env("XDG_CACHE_HOME", dir.join("cache"))
+            .env("XDG_CACHE_HOME", crate::fixtures::cache_home())
             .args(["sandbox", "--listen", "127.0.0.1:0", "--cert-out"])
             .arg(&cert)
             .stdout(std::process::Stdio::piped())
@@ -107,7 +107,7 @@ impl Broker {
 impl Serving {
     fn start(store: &str, dir: &Path, name: &str, broker: &Broker) -> Self {
         let mut child = std::process::Command::new(BINARY)
-            .env("XDG_CACHE_HOME", dir.join("cache"))
+            .env("XDG_CACHE_HOME", crate::fixtures::cache_home())
             .env(
                 "ACME_CREDENTIAL",
                 broker.credentials["acme"].as_str().unwrap(),
