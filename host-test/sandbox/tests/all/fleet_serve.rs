@@ -46,15 +46,16 @@ struct Serving {
 }
 
 /// The sandbox CRM as an HTTPS broker: its URL, certificate and each tenant's credential.
-struct Broker {
+pub(crate) struct Broker {
     _child: Serving,
-    url: String,
-    cert: PathBuf,
-    credentials: Value,
+    pub(crate) url: String,
+    pub(crate) cert: PathBuf,
+    pub(crate) credentials: Value,
 }
 
 impl Broker {
-    fn start(dir: &Path) -> Self {
+    /// `crm-sandbox sandbox` on a free loopback port, its certificate written in `dir`.
+    pub(crate) fn start(dir: &Path) -> Self {
         let cert = dir.join("broker.pem");
         let mut child = std::process::Command::new(BINARY)
             .env("XDG_CACHE_HOME", crate::fixtures::cache_home())

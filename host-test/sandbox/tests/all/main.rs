@@ -17,6 +17,7 @@ mod fleet;
 mod fleet_faults;
 mod fleet_serve;
 mod governance;
+mod holding;
 mod http_server;
 mod lockout;
 mod masking;
