@@ -1,19 +1,24 @@
-//! Compiled components kept on disk, so a second start of `crm-host` loads the component in
-//! milliseconds instead of compiling it again.
+//! Compiled components kept on disk, so a later start of `crm-host` loads the component in
+//! milliseconds instead of compiling it again; one cache serves every host the same OS user
+//! runs on the machine, whatever their data directories.
 //!
 //! An entry is named by a key over the component's bytes, the wasmtime version and the
 //! engine's compilation settings, so a different component, wasmtime or configuration never
 //! finds another's entry. Loading compiled code is unsafe (wasmtime takes the bytes as machine
-//! code), so an entry carries an HMAC-SHA256 tag over its name and artifact, made with a key
-//! that is not in the cache directory ([`CacheKey`], kept in the host's private data
-//! directory): whoever can write the cache directory but not read that key cannot make an
-//! entry the host will load. An entry whose tag does not verify is never deserialized. wasmtime
-//! checks the artifact's version and settings once more. A missing, truncated, corrupt, forged
-//! or foreign entry is compiled afresh and replaced; a cache that cannot be read or written is
-//! a warning, never a failed load. What this does not defend against: someone who can read the
-//! key file (the host's own user) can forge entries, as they could replace the binary.
+//! code), so an entry carries an HMAC-SHA256 tag over its name and artifact, made with the
+//! cache's key ([`CacheKey`], `<cache dir>/cache.key`), and the directory is used only when no
+//! other user can read that key or write the directory (see [`key`]): whoever cannot read the
+//! key cannot make an entry the host will load. An entry whose tag does not verify is never
+//! deserialized; wasmtime checks the artifact's version and settings once more. A missing,
+//! truncated, corrupt, forged or foreign entry is compiled afresh and replaced; a cache that
+//! cannot be trusted, read or written is a warning, never a failed load. What this does not
+//! defend against: the host's own user can forge entries, as they could replace the binary.
+//! (Hosts before this kept the key in each data directory, so hosts with different data
+//! directories rejected each other's entries; that old `<data dir>/cache.key` is not used.)
 
-use ring::hmac;
+pub mod key;
+
+pub use key::{CacheKey, UntrustedCache};
 use sha2::{Digest, Sha256};
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -30,81 +35,6 @@ const MAGIC: &[u8; 16] = b"crm-host-cwasm\0\x02";
 
 /// Magic, then the HMAC-SHA256 tag, then the artifact.
 const HEADER_LEN: usize = MAGIC.len() + 32;
-
-/// The secret that authenticates cache entries; kept outside the cache directory.
-#[derive(Clone)]
-pub struct CacheKey(hmac::Key);
-
-impl std::fmt::Debug for CacheKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("CacheKey(..)")
-    }
-}
-
-impl CacheKey {
-    /// A key from 32 secret bytes.
-    pub fn from_bytes(bytes: &[u8; 32]) -> Self {
-        CacheKey(hmac::Key::new(hmac::HMAC_SHA256, bytes))
-    }
-
-    /// A fresh random key, for a process that keeps its cache to itself.
-    pub fn random() -> std::io::Result<Self> {
-        Ok(Self::from_bytes(&random_bytes()?))
-    }
-
-    /// The key in `path` (32 bytes, owner-only), created there with fresh random bytes when
-    /// the file does not exist yet.
-    pub fn load_or_create(path: &Path) -> std::io::Result<Self> {
-        match std::fs::read(path) {
-            Ok(bytes) => {
-                let bytes: [u8; 32] = bytes.try_into().map_err(|_| {
-                    std::io::Error::other(format!("{} is not a 32-byte key", path.display()))
-                })?;
-                Ok(Self::from_bytes(&bytes))
-            }
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
-                let parent = path.parent().unwrap_or(Path::new("."));
-                crate::private_fs::create_dir_all(parent)?;
-                // Written whole to a temporary file, then linked into place: a concurrent
-                // start sees no key or a whole one, and the first link wins.
-                let temp = parent.join(format!(".cache-key.{}.tmp", std::process::id()));
-                let bytes = random_bytes()?;
-                let mut file = crate::private_fs::options()
-                    .write(true)
-                    .create(true)
-                    .truncate(true)
-                    .open(&temp)?;
-                std::io::Write::write_all(&mut file, &bytes)?;
-                drop(file);
-                let linked = std::fs::hard_link(&temp, path);
-                let _ = std::fs::remove_file(&temp);
-                match linked {
-                    Ok(()) => Ok(Self::from_bytes(&bytes)),
-                    Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {
-                        Self::load_or_create(path)
-                    }
-                    Err(err) => Err(err),
-                }
-            }
-            Err(err) => Err(err),
-        }
-    }
-
-    fn tag(&self, name: &str, artifact: &[u8]) -> hmac::Tag {
-        let mut context = hmac::Context::with_key(&self.0);
-        context.update(name.as_bytes());
-        context.update(&[0]);
-        context.update(artifact);
-        context.sign()
-    }
-}
-
-fn random_bytes() -> std::io::Result<[u8; 32]> {
-    let mut bytes = [0u8; 32];
-    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes)
-        .map_err(|_| std::io::Error::other("no system randomness for the cache key"))?;
-    Ok(bytes)
-}
 
 /// Entries kept; older ones (by last use) are removed when a new one is written.
 const KEEP_ENTRIES: usize = 8;
@@ -136,14 +66,26 @@ enum EntryError {
     Truncated,
     #[error("not a crm-host cache entry")]
     NotAnEntry,
-    #[error("the entry's tag does not verify: not written by this host (forged or damaged)")]
+    #[error(
+        "the entry's tag does not verify: not written with this cache's key (forged or damaged)"
+    )]
     NotAuthentic,
     #[error("wasmtime refused it: {0}")]
     Refused(wasmtime::Error),
 }
 
 impl ComponentCache {
-    /// A cache in `dir` whose entries `key` authenticates; keep the key elsewhere.
+    /// The cache in `dir` shared by every host of this OS user, its entries authenticated by
+    /// `<dir>/cache.key` (both made when missing); refused unless the directory and key pass
+    /// [`key`]'s ownership and permission checks.
+    pub fn shared(dir: impl Into<PathBuf>) -> Result<Self, UntrustedCache> {
+        let dir = dir.into();
+        let key = CacheKey::for_cache_dir(&dir)?;
+        Ok(Self::new(dir, key))
+    }
+
+    /// A cache in `dir` whose entries `key` authenticates, for a caller that keeps its own key
+    /// (tests, benches, an embedder with a secret store).
     pub fn new(dir: impl Into<PathBuf>, key: CacheKey) -> Self {
         ComponentCache {
             dir: dir.into(),
@@ -216,7 +158,7 @@ impl ComponentCache {
     /// Writes an entry atomically (a temporary file renamed into place, so a reader sees a
     /// whole entry or none), then trims the directory to the most recently used entries.
     fn store(&self, path: &Path, name: &str, artifact: &[u8]) -> std::io::Result<()> {
-        std::fs::create_dir_all(&self.dir)?;
+        crate::private_fs::create_dir_all(&self.dir)?;
         let mut entry = Vec::with_capacity(HEADER_LEN + artifact.len());
         entry.extend_from_slice(MAGIC);
         entry.extend_from_slice(self.key.tag(name, artifact).as_ref());
@@ -271,14 +213,12 @@ fn load_entry(
     if magic != MAGIC {
         return Err(EntryError::NotAnEntry);
     }
-    let mut message = Vec::with_capacity(name.len() + 1 + artifact.len());
-    message.extend_from_slice(name.as_bytes());
-    message.push(0);
-    message.extend_from_slice(artifact);
-    hmac::verify(&cache_key.0, &message, tag).map_err(|_| EntryError::NotAuthentic)?;
+    if !cache_key.verify(name, artifact, tag) {
+        return Err(EntryError::NotAuthentic);
+    }
     // SAFETY: the artifact is byte for byte what `store` wrote from `precompile_component`'s
-    // output under this name (its HMAC tag, made with a key outside the cache directory,
-    // verifies); wasmtime still checks its version and settings.
+    // output under this name (its HMAC tag, made with a key only this uid can read, verifies);
+    // wasmtime still checks its version and settings.
     unsafe { Component::deserialize(engine, artifact) }.map_err(EntryError::Refused)
 }
 
@@ -373,29 +313,69 @@ mod tests {
         assert!(matches!(load(&old), Err(EntryError::NotAnEntry)));
     }
 
-    #[test]
-    fn the_key_file_is_created_once_owner_only_and_then_reused() {
-        let dir = std::env::temp_dir().join(format!("crm-cache-key-{}", std::process::id()));
+    /// The smallest component: a header and nothing else.
+    const EMPTY_COMPONENT: &[u8] = b"\0asm\x0d\0\x01\0";
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("crm-cache-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        let path = dir.join("cache.key");
-        let first = CacheKey::load_or_create(&path).unwrap();
-        let second = CacheKey::load_or_create(&path).unwrap();
-        assert_eq!(
-            first.tag("n", b"a").as_ref(),
-            second.tag("n", b"a").as_ref()
-        );
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(&path).unwrap().permissions().mode();
-            assert_eq!(
-                mode & 0o077,
-                0,
-                "the key file is readable by others: {mode:o}"
-            );
+        dir
+    }
+
+    #[test]
+    fn hosts_with_different_data_directories_share_one_cache_directory() {
+        // Each host opens the cache as `crm-host` does, knowing nothing but the directory.
+        let dir = temp_dir("shared");
+        let first_host = ComponentCache::shared(&dir).unwrap();
+        let (_, outcome) = first_host
+            .component(&Engine::default(), EMPTY_COMPONENT)
+            .unwrap();
+        assert_eq!(outcome, CacheOutcome::Compiled);
+
+        let second_host = ComponentCache::shared(&dir).unwrap();
+        let (_, outcome) = second_host
+            .component(&Engine::default(), EMPTY_COMPONENT)
+            .unwrap();
+        assert_eq!(outcome, CacheOutcome::Hit);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn a_tampered_entry_in_a_shared_cache_is_still_refused_and_replaced() {
+        let dir = temp_dir("tampered");
+        let engine = Engine::default();
+        let cache = ComponentCache::shared(&dir).unwrap();
+        cache.component(&engine, EMPTY_COMPONENT).unwrap();
+        let entry = cache.entry_path(&engine, EMPTY_COMPONENT);
+        let mut bytes = std::fs::read(&entry).unwrap();
+        *bytes.last_mut().unwrap() ^= 1;
+        std::fs::write(&entry, bytes).unwrap();
+
+        let other_host = ComponentCache::shared(&dir).unwrap();
+        let (_, outcome) = other_host.component(&engine, EMPTY_COMPONENT).unwrap();
+        match outcome {
+            CacheOutcome::Replaced(why) => assert!(why.contains("does not verify"), "{why}"),
+            other => panic!("the tampered entry was used: {other:?}"),
         }
-        std::fs::write(&path, b"short").unwrap();
-        assert!(CacheKey::load_or_create(&path).is_err());
+        assert_eq!(
+            other_host.component(&engine, EMPTY_COMPONENT).unwrap().1,
+            CacheOutcome::Hit
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_cache_directory_others_may_write_is_not_used_at_all() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = temp_dir("open");
+        crate::private_fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+        assert!(matches!(
+            ComponentCache::shared(&dir),
+            Err(UntrustedCache::DirWritableByOthers { .. })
+        ));
+        assert!(!dir.join(key::KEY_FILE).exists(), "no key is made there");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -1,12 +1,13 @@
 //! Test support for `crm-host`, kept out of its release build: the built-in sandbox CRM (a
 //! fake broker with a small, realistic data set per tenant, so a newcomer sees real answers
-//! with no account anywhere), the scripted [`stub`] broker, and the probe guests the
-//! end-to-end tests load.
+//! with no account anywhere), the scripted [`stub`] broker, the [`holding_proxy`] chaos tests
+//! put in front of a broker, and the probe guests the end-to-end tests load.
 //!
 //! Like the real broker it checks `X-Proxy-Credential` on every request and serves each
 //! tenant only its own data. It answers in the CRMs' own JSON shapes; creates and updates
 //! change the tenant's data for later reads (until the process ends).
 
+pub mod holding_proxy;
 mod hubspot;
 mod salesforce;
 pub mod stub;

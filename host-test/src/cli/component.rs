@@ -2,7 +2,7 @@
 //! the compiled-component cache.
 
 use super::Options;
-use crate::cache::{CacheKey, ComponentCache};
+use crate::cache::ComponentCache;
 use crate::{HostLimits, PluginVersion, Runtime};
 use std::sync::Arc;
 
@@ -26,7 +26,7 @@ pub(super) fn load_component(
             .cache_dir
             .clone()
             .or_else(ComponentCache::default_dir)
-            .and_then(|dir| component_cache(dir, &options.data_dir))
+            .and_then(shared_cache)
     };
     let plugin = match &cache {
         Some(cache) => runtime.load_cached(&wasm, cache).map(|(plugin, _)| plugin),
@@ -36,33 +36,12 @@ pub(super) fn load_component(
     Ok((runtime, plugin))
 }
 
-/// The compiled-component cache in `dir`, its entries authenticated by the key in
-/// `<data dir>/cache.key`; none (a warning) when that key cannot be had, or when it would sit
-/// inside the cache directory it is meant to vouch for.
-fn component_cache(dir: std::path::PathBuf, data_dir: &std::path::Path) -> Option<ComponentCache> {
-    let key_path = data_dir.join("cache.key");
-    let inside = |path: &std::path::Path| {
-        std::path::absolute(path)
-            .ok()
-            .zip(std::path::absolute(&dir).ok())
-            .is_some_and(|(path, dir)| path.starts_with(dir))
-    };
-    if inside(&key_path) {
-        tracing::warn!(
-            "compiled-component cache: the data directory is inside the cache directory {}, so \
-             its key could not vouch for entries; compiling without the cache",
-            dir.display()
-        );
-        return None;
-    }
-    match CacheKey::load_or_create(&key_path) {
-        Ok(key) => Some(ComponentCache::new(dir, key)),
-        Err(err) => {
-            tracing::warn!(
-                "compiled-component cache: key {}: {err}; compiling without the cache",
-                key_path.display()
-            );
-            None
-        }
-    }
+/// The compiled-component cache in `dir`, shared with every host of this OS user (its key is
+/// `<dir>/cache.key`); none, with a warning, when the directory cannot be trusted or used.
+fn shared_cache(dir: std::path::PathBuf) -> Option<ComponentCache> {
+    ComponentCache::shared(&dir)
+        .inspect_err(|err| {
+            tracing::warn!("compiled-component cache: {err}; compiling without the cache")
+        })
+        .ok()
 }

@@ -199,8 +199,10 @@ struct Options {
         hide_env_values = true
     )]
     store: String,
-    /// Where compiled components are kept, so later starts skip compiling
-    /// [default: $XDG_CACHE_HOME/crm-host, else ~/.cache/crm-host].
+    /// Where compiled components are kept, so later starts skip compiling; shared by every
+    /// host this OS user runs (its key is <dir>/cache.key), and used only when that directory is
+    /// this user's and no one else may write it, and the key is mode 0600 (else a warning and
+    /// no cache) [default: $XDG_CACHE_HOME/crm-host, else ~/.cache/crm-host].
     #[arg(long, global = true)]
     cache_dir: Option<std::path::PathBuf>,
     /// Compile the component afresh, neither reading nor writing the cache.

@@ -473,7 +473,7 @@ fn an_operator_disconnects_from_the_command_line_and_every_later_start_honours_i
     let dir = temp_dir("cli-disconnect");
     let crm_host = |args: &[&str]| {
         let out = std::process::Command::new(env!("CARGO_BIN_EXE_crm-sandbox"))
-            .env("XDG_CACHE_HOME", dir.join("cache"))
+            .env("XDG_CACHE_HOME", crate::fixtures::cache_home())
             .arg("--data-dir")
             .arg(dir.join("data"))
             .arg("--results-dir")

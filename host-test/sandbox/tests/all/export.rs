@@ -268,7 +268,7 @@ async fn an_export_cut_by_the_call_timeout_leaves_no_partial_file() {
     let host = Host::new(runtime.clone(), Arc::new(sandbox), AuditLog::in_memory());
     let mut spec = SandboxCrm::tenant_spec("acme");
     spec.results_dir = Some(dir.clone());
-    host.add_tenant(spec, runtime.load(&plugin_bytes()).unwrap())
+    host.add_tenant(spec, crate::fixtures::load(&runtime))
         .unwrap();
     // 25 paced searches take over 6 s; the host stops the call after 2.
     let err = host

@@ -1,6 +1,7 @@
 //! What every end-to-end test shares: one wasmtime runtime, the built component and the
 //! probe guest, tenants on the stub or the sandbox, and readers for results and tool errors.
 
+use crm_host::cache::ComponentCache;
 use crm_host::credential::Credential;
 use crm_host::tenant_db::DbLocation;
 use crm_host::{
@@ -9,24 +10,62 @@ use crm_host::{
 use crm_sandbox::SandboxCrm;
 use crm_sandbox::stub::{Recorded, Reply, StubBackend};
 use serde_json::{Value, json};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 use url::Url;
 
 pub(crate) const ACCOUNT_ID: &str = "001000000000001AAA";
 
+/// One compiled-component cache for the whole run, under `target/tmp` (kept between runs: an
+/// entry is named by the component's bytes, so a rebuilt component gets a new one). Every
+/// `crm-sandbox` process the tests start takes it as its `XDG_CACHE_HOME`, and the in-process
+/// runtimes load from it too, instead of each compiling the component (8 s, 15 s of CPU, in a
+/// debug build). It is filled by one process before any other starts, so parallel tests do not
+/// all compile at once. Tests of the cache itself use caches of their own.
+pub(crate) fn cache_home() -> &'static Path {
+    static HOME: OnceLock<PathBuf> = OnceLock::new();
+    HOME.get_or_init(|| {
+        let home = Path::new(env!("CARGO_TARGET_TMPDIR")).join("crm-e2e-cache");
+        let data = temp_dir("cache-fill");
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_crm-sandbox"))
+            .env("XDG_CACHE_HOME", &home)
+            .arg("--data-dir")
+            .arg(&data)
+            .arg("tools")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{stderr}");
+        assert!(!stderr.contains("compiled-component cache"), "{stderr}");
+        let _ = std::fs::remove_dir_all(&data);
+        home
+    })
+}
+
+/// The cache of [`cache_home`], as the in-process runtimes open it.
+fn shared_cache() -> &'static ComponentCache {
+    static CACHE: OnceLock<ComponentCache> = OnceLock::new();
+    CACHE.get_or_init(|| ComponentCache::shared(cache_home().join("crm-host")).unwrap())
+}
+
+/// The runtime most tests share, and the component loaded in it once for the whole run (held
+/// here, so the runtime never compiles it again when no test happens to hold it).
+fn shared() -> &'static (Arc<Runtime>, Arc<PluginVersion>) {
+    static SHARED: OnceLock<(Arc<Runtime>, Arc<PluginVersion>)> = OnceLock::new();
+    SHARED.get_or_init(|| {
+        let limits = HostLimits {
+            concurrent_calls: 128,
+            ..HostLimits::default()
+        };
+        let runtime = Arc::new(Runtime::new(limits).unwrap());
+        let plugin = load(&runtime);
+        (runtime, plugin)
+    })
+}
+
 pub(crate) fn runtime() -> Arc<Runtime> {
-    static RUNTIME: OnceLock<Arc<Runtime>> = OnceLock::new();
-    RUNTIME
-        .get_or_init(|| {
-            let limits = HostLimits {
-                concurrent_calls: 128,
-                ..HostLimits::default()
-            };
-            Arc::new(Runtime::new(limits).unwrap())
-        })
-        .clone()
+    shared().0.clone()
 }
 
 pub(crate) fn plugin_bytes() -> Vec<u8> {
@@ -34,7 +73,16 @@ pub(crate) fn plugin_bytes() -> Vec<u8> {
 }
 
 pub(crate) fn plugin() -> Arc<PluginVersion> {
-    runtime().load(&plugin_bytes()).unwrap()
+    shared().1.clone()
+}
+
+/// The component in `runtime`: already loaded there, or from the run's shared cache (a runtime
+/// of a test's own, with other limits, deserializes it rather than compiling it).
+pub(crate) fn load(runtime: &Runtime) -> Arc<PluginVersion> {
+    runtime
+        .load_cached(&plugin_bytes(), shared_cache())
+        .unwrap()
+        .0
 }
 
 pub(crate) fn probe(runtime: &Runtime) -> Arc<PluginVersion> {
@@ -89,7 +137,7 @@ pub(crate) fn fixture_on(
 ) -> Fixture {
     let audit = AuditLog::in_memory();
     let host = Host::new(runtime.clone(), Arc::new(stub.clone()), audit.clone());
-    let plugin = runtime.load(&plugin_bytes()).unwrap();
+    let plugin = load(&runtime);
     host.add_tenant(
         sf_tenant("t1", "https://broker-one.example.com", "cred-one", settings),
         plugin.clone(),
@@ -202,7 +250,7 @@ pub(crate) fn hs_tenant(id: &str, mappings: DbLocation) -> TenantSpec {
 
 pub(crate) fn host_with(backend: Arc<dyn Backend>, tenants: &[(&str, DbLocation)]) -> Host {
     let runtime = runtime();
-    let plugin = runtime.load(&plugin_bytes()).unwrap();
+    let plugin = plugin();
     let host = Host::new(runtime, backend, AuditLog::discard());
     for (id, location) in tenants {
         host.add_tenant(hs_tenant(id, location.clone()), plugin.clone())
@@ -288,8 +336,7 @@ pub(crate) fn acme_sandbox() -> (Host, impl Fn(&str, Value) -> CallRequest) {
     let host = host_with(Arc::new(SandboxCrm::new()), &[]);
     let mut spec = SandboxCrm::tenant_spec("acme");
     spec.mappings = DbLocation::Memory;
-    host.add_tenant(spec, runtime().load(&plugin_bytes()).unwrap())
-        .unwrap();
+    host.add_tenant(spec, plugin()).unwrap();
     let acme = |tool: &str, input: Value| CallRequest {
         tenant_id: "acme".into(),
         user_id: "demo-user".into(),

@@ -15,6 +15,7 @@
 
 use crate::fixtures::temp_dir;
 use crate::mcp::{answer, tool_error};
+use crate::serve_procs::{Broker, Serving};
 use crm_host::mcp::tenants::token_hash;
 use crm_sandbox::holding_proxy::{HoldingProxy, RequestHead};
 use rmcp::model::CallToolRequestParams;
@@ -24,9 +25,8 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::io::BufRead;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -155,61 +155,17 @@ impl Drop for OwnPostgres {
     }
 }
 
-/// A child process killed when dropped.
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// The first line a process prints, as JSON.
-fn first_line(child: &mut Child) -> Value {
-    let mut line = String::new();
-    std::io::BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    serde_json::from_str(&line).unwrap_or_else(|_| panic!("first line: {line:?}"))
-}
-
-/// The sandbox CRM as an HTTPS broker.
-fn broker(dir: &Path) -> (Process, String, PathBuf, String) {
-    let cert = dir.join("broker.pem");
-    let mut child = Command::new(BINARY)
-        .args(["sandbox", "--listen", "127.0.0.1:0", "--cert-out"])
-        .arg(&cert)
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let said = first_line(&mut child);
-    (
-        Process(child),
-        said["listening"].as_str().unwrap().to_string(),
-        cert,
-        said["credentials"]["acme"].as_str().unwrap().to_string(),
-    )
-}
-
-/// A `serve` host on the store: its process and its MCP URL.
-fn serve(store: &str, dir: &Path, name: &str, credential: &str) -> (Process, String) {
-    let mut child = Command::new(BINARY)
-        .env("ACME_CREDENTIAL", credential)
-        .env("CRM_HOST_CALL_TIMEOUT_SECONDS", CALL_TIMEOUT_SECONDS)
-        .arg("--store")
-        .arg(store)
-        .arg("--data-dir")
-        .arg(dir.join(name))
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let said = first_line(&mut child);
-    (
-        Process(child),
-        said["listening"].as_str().unwrap().to_string(),
+/// A `serve` host on the store with acme's credential and a short call time limit.
+fn serve(store: &str, dir: &Path, name: &str, broker: &Broker) -> Serving {
+    Serving::start_with(
+        store,
+        dir,
+        name,
+        broker,
+        &[
+            ("ACME_CREDENTIAL", broker.credential("acme")),
+            ("CRM_HOST_CALL_TIMEOUT_SECONDS", CALL_TIMEOUT_SECONDS),
+        ],
     )
 }
 
@@ -277,8 +233,10 @@ async fn a_fleet_under_kill_and_database_outage_never_duplicates_loses_or_lies()
     let store = database.url();
     let dir = temp_dir("fleet-chaos-hosts");
     std::fs::create_dir_all(&dir).unwrap();
-    let (_broker, broker_url, cert, credential) = broker(&dir);
-    let proxy = HoldingProxy::to_https(&broker_url, &cert).await.unwrap();
+    let broker = Broker::start(&dir);
+    let proxy = HoldingProxy::to_https(&broker.url, &broker.cert)
+        .await
+        .unwrap();
     let file = dir.join("tenants.toml");
     std::fs::write(&file, tenants_file(&proxy.url())).unwrap();
     let imported = Command::new(BINARY)
@@ -291,8 +249,9 @@ async fn a_fleet_under_kill_and_database_outage_never_duplicates_loses_or_lies()
         .output()
         .unwrap();
     assert!(imported.status.success(), "{imported:?}");
-    let (mut first, first_url) = serve(&store, &dir, "h1", &credential);
-    let (_second, second_url) = serve(&store, &dir, "h2", &credential);
+    let first = serve(&store, &dir, "h1", &broker);
+    let second = serve(&store, &dir, "h2", &broker);
+    let (first_url, second_url) = (first.url.clone(), second.url.clone());
 
     // 1. kill -9 with a create held at the proxy.
     proxy.hold(RequestHead::is_create);
@@ -301,8 +260,7 @@ async fn a_fleet_under_kill_and_database_outage_never_duplicates_loses_or_lies()
         call(&on_first, "crmb_create_record", create("Chaos Kill Co")).await
     });
     let held = proxy.wait_held(1).await.remove(0);
-    let _ = first.0.kill();
-    let _ = first.0.wait();
+    drop(first); // SIGKILL: `kill -9`
     assert!(dying.await.unwrap().is_err(), "its client lost the host");
     proxy.hold_nothing();
     assert!(proxy.release(held.id));
@@ -314,7 +272,7 @@ async fn a_fleet_under_kill_and_database_outage_never_duplicates_loses_or_lies()
         proxy
             .requests()
             .iter()
-            .filter(|r| RequestHead { method: r.method.clone(), path: r.path.clone() }.is_create())
+            .filter(|r| r.head.is_create())
             .count()
     };
     let sent_before = creates(&proxy);
@@ -364,7 +322,8 @@ async fn a_fleet_under_kill_and_database_outage_never_duplicates_loses_or_lies()
     assert_eq!(made.get("Chaos Kill Co"), Some(&1), "exactly one record: {made:?}");
 
     // 2. The database stopped for 10 s under reads and writes on both hosts.
-    let (_third, third_url) = serve(&store, &dir, "h3", &credential);
+    let third = serve(&store, &dir, "h3", &broker);
+    let third_url = third.url.clone();
     let stop = Arc::new(AtomicBool::new(false));
     let mut readers = Vec::new();
     let mut writers = Vec::new();

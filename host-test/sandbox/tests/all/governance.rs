@@ -563,7 +563,7 @@ async fn every_write_tool_previews_and_writes_nothing() {
 fn the_demo_previews_applies_lists_and_reverts_a_change() {
     let dir = temp_dir("demo-governed");
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_crm-sandbox"))
-        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .env("XDG_CACHE_HOME", crate::fixtures::cache_home())
         .arg("--data-dir")
         .arg(dir.join("data"))
         .arg("--results-dir")

@@ -485,10 +485,7 @@ impl ServeProcess {
             None => std::process::Command::new(binary),
         };
         command
-            .env(
-                "XDG_CACHE_HOME",
-                std::env::temp_dir().join("crm-e2e-serve-cache"),
-            )
+            .env("XDG_CACHE_HOME", crate::fixtures::cache_home())
             .arg("serve")
             .arg("--tenants")
             .arg(&tenants)

@@ -42,10 +42,7 @@ impl Served {
         let tenants = dir.join("tenants.toml");
         std::fs::write(&tenants, two_tenants_file("")).unwrap();
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_crm-sandbox"))
-            .env(
-                "XDG_CACHE_HOME",
-                std::env::temp_dir().join("crm-e2e-serve-cache"),
-            )
+            .env("XDG_CACHE_HOME", crate::fixtures::cache_home())
             .args(["serve", "--listen", "127.0.0.1:0", "--tenants"])
             .arg(&tenants)
             .arg("--data-dir")
@@ -275,7 +272,7 @@ async fn slow_bodies_against_100_calls(
          calls all answered, p50 {p50:?}, p99 {p99:?}, max {max:?}"
     );
     // The first slow bodies began about two seconds before the calls; the body deadline (10 s
-    // plus a second per 500 bytes) cuts them off soon after.
+    // by default, plus a second per 500 bytes) cuts them off soon after.
     while attack.counts.timed_out.load(Ordering::SeqCst) == 0
         && began.elapsed() < Duration::from_secs(25)
     {
@@ -310,7 +307,12 @@ async fn slow_bodies_against_100_calls(
 async fn one_tokens_slow_bodies_on_a_small_server_leave_another_tenant_every_call() {
     // 45 slow bodies against 40 connections: before issue 35 they held every connection and
     // globex's client was reset for as long as they lasted.
-    let server = Served::start("lockout-small", &["--max-connections", "40"]);
+    // A 4-second body deadline (10 s by default, as the next test keeps) cuts the slow bodies
+    // off sooner, while the attack still outlasts globex's calls.
+    let server = Served::start(
+        "lockout-small",
+        &["--max-connections", "40", "--body-timeout-seconds", "4"],
+    );
     slow_bodies_against_100_calls(&server, 45, 10, "--max-connections 40").await;
 }
 

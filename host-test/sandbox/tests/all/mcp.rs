@@ -18,7 +18,7 @@ pub(crate) fn stdio_command(
     settings: &[(&str, &str)],
 ) -> tokio::process::Command {
     tokio::process::Command::new(env!("CARGO_BIN_EXE_crm-sandbox")).configure(|c| {
-        c.env("XDG_CACHE_HOME", dir.join("cache"))
+        c.env("XDG_CACHE_HOME", crate::fixtures::cache_home())
             .arg("mcp")
             .arg("--data-dir")
             .arg(dir.join("data"))
@@ -826,7 +826,7 @@ fn an_operators_stop_signal_ends_the_stdio_server_cleanly_with_every_audit_line_
     std::fs::create_dir_all(&dir).unwrap();
     let audit = dir.join("audit.jsonl");
     let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_crm-sandbox"))
-        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .env("XDG_CACHE_HOME", crate::fixtures::cache_home())
         .arg("--data-dir")
         .arg(dir.join("data"))
         .arg("--audit")

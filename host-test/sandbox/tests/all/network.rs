@@ -188,6 +188,9 @@ async fn a_server_slower_than_the_timeout_is_a_timeout() {
     let (server, cert) = https_server(Arc::new(stub.clone())).await;
     let mut options = options_trusting(&cert);
     options.first_byte_timeout = Duration::from_millis(200);
+    // The wait for a response's head is bounded by connecting plus the first byte: a loopback
+    // connect needs far less than a second, so the 200 ms is what trips (10 s each way before).
+    options.connect_timeout = Duration::from_secs(1);
     let backend = network(options);
     let err = backend
         .send(get(&format!("{}/sdk/x", server.url()), "cred"))
@@ -424,7 +427,7 @@ fn crm_host_reaches_crm_host_sandbox_over_https() {
     let cert_path = dir.join("sandbox.pem");
     let mut sandbox = Child(
         std::process::Command::new(bin)
-            .env("XDG_CACHE_HOME", dir.join("cache"))
+            .env("XDG_CACHE_HOME", crate::fixtures::cache_home())
             .args(["sandbox", "--listen", "127.0.0.1:0", "--cert-out"])
             .arg(&cert_path)
             .stdout(std::process::Stdio::piped())
@@ -441,7 +444,7 @@ fn crm_host_reaches_crm_host_sandbox_over_https() {
     assert_eq!(started["cert"].as_str(), cert_path.to_str());
 
     let out = std::process::Command::new(bin)
-        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .env("XDG_CACHE_HOME", crate::fixtures::cache_home())
         .args(["--proxy-base", url, "--ca-cert"])
         .arg(&cert_path)
         .arg("--data-dir")

@@ -4,7 +4,7 @@
 //! is resolved, and `crm_resolve_change` finds the record (applied, with its id) or proves it
 //! absent (failed, and the create may be made again). For both CRMs.
 
-use crate::fixtures::{ALL_SCOPES, ok, plugin_bytes, tool_error};
+use crate::fixtures::{ALL_SCOPES, ok, tool_error};
 use bytes::Bytes;
 use crm_host::audit::AuditEvent;
 use crm_host::backend::BoxFuture;
@@ -105,7 +105,7 @@ fn faulty_acme() -> (Host, FaultyLine, AuditLog) {
     let host = Host::new(runtime.clone(), Arc::new(line.clone()), audit.clone());
     let mut spec = SandboxCrm::tenant_spec("acme");
     spec.mappings = DbLocation::Memory;
-    host.add_tenant(spec, runtime.load(&plugin_bytes()).unwrap())
+    host.add_tenant(spec, crate::fixtures::load(&runtime))
         .unwrap();
     (host, line, audit)
 }

@@ -19,7 +19,7 @@ const BINARY: &str = env!("CARGO_BIN_EXE_crm-sandbox");
 /// `crm-sandbox --store URL args…`, its JSON answer.
 pub(crate) fn command(store: &str, dir: &Path, args: &[&str]) -> Value {
     let out = std::process::Command::new(BINARY)
-        .env("XDG_CACHE_HOME", dir.join("cache"))
+        .env("XDG_CACHE_HOME", crate::fixtures::cache_home())
         .arg("--store")
         .arg(store)
         .arg("--data-dir")
@@ -41,8 +41,8 @@ pub(crate) struct Serving {
 /// The sandbox CRM as an HTTPS broker: its URL, certificate and each tenant's credential.
 pub(crate) struct Broker {
     _child: Serving,
-    url: String,
-    cert: PathBuf,
+    pub(crate) url: String,
+    pub(crate) cert: PathBuf,
     pub(crate) credentials: Value,
 }
 
@@ -50,7 +50,7 @@ impl Broker {
     pub(crate) fn start(dir: &Path) -> Self {
         let cert = dir.join("broker.pem");
         let mut child = std::process::Command::new(BINARY)
-            .env("XDG_CACHE_HOME", dir.join("cache"))
+            .env("XDG_CACHE_HOME", crate::fixtures::cache_home())
             .args(["sandbox", "--listen", "127.0.0.1:0", "--cert-out"])
             .arg(&cert)
             .stdout(std::process::Stdio::piped())
@@ -144,7 +144,7 @@ impl Serving {
         env: &[(&str, &str)],
     ) -> Self {
         let mut child = std::process::Command::new(BINARY)
-            .env("XDG_CACHE_HOME", dir.join("cache"))
+            .env("XDG_CACHE_HOME", crate::fixtures::cache_home())
             .envs(env.iter().copied())
             .arg("--store")
             .arg(store)

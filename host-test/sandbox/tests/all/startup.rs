@@ -1,6 +1,7 @@
 //! Start-up and the audit trail's shutdown: compiled components cached on disk (a second load
-//! skips compiling; a truncated, corrupt or foreign entry is ignored and rebuilt, and the call
-//! still works), and the CLI's audit file holding every line once the process has exited.
+//! skips compiling, also in another host with its own data directory; a truncated, corrupt or
+//! foreign entry is ignored and rebuilt, and the call still works), and the CLI's audit file
+//! holding every line once the process has exited.
 
 use crate::fixtures::{fixture_on, get_account, output, plugin_bytes, record_stub, temp_dir};
 use crm_host::cache::{CacheKey, CacheOutcome, ComponentCache};
@@ -64,12 +65,30 @@ async fn a_second_load_takes_the_compiled_component_from_the_cache() {
     let _ = std::fs::remove_dir_all(cache.dir());
 }
 
-/// Damages the entry with `damage`, then checks the next load ignores it, compiles, serves
+/// A cache of a test's own holding a good entry for the component, without compiling it: the
+/// run's shared entry (`fixtures::cache_home`), copied, with the key that tagged it.
+fn seeded_cache(name: &str) -> (ComponentCache, std::path::PathBuf) {
+    let runtime = fresh_runtime();
+    crate::fixtures::load(&runtime); // the shared entry is there for this engine's settings
+    let shared_dir = crate::fixtures::cache_home().join("crm-host");
+    let key = CacheKey::for_cache_dir(&shared_dir).unwrap();
+    let shared = ComponentCache::new(&shared_dir, key.clone());
+    let cache = ComponentCache::new(temp_dir(name), key);
+    let entry = entry_path(&runtime, &cache);
+    std::fs::create_dir_all(cache.dir()).unwrap();
+    std::fs::copy(entry_path(&runtime, &shared), &entry).unwrap();
+    (cache, entry)
+}
+
+/// Damages a good entry with `damage`, then checks the next load ignores it, compiles, serves
 /// calls, and leaves a good entry behind.
 async fn a_damaged_entry_is_rebuilt(name: &str, damage: impl Fn(&Path), reason: &str) {
-    let cache = ComponentCache::new(temp_dir(name), test_key());
-    let (runtime, _, _) = load(&cache);
-    let entry = entry_path(&runtime, &cache);
+    let (cache, entry) = seeded_cache(name);
+    assert_eq!(
+        load(&cache).2,
+        CacheOutcome::Hit,
+        "the seeded entry is good"
+    );
     damage(&entry);
 
     let (runtime, plugin, outcome) = load(&cache);
@@ -154,6 +173,7 @@ async fn an_entry_forged_without_the_key_is_never_loaded() {
 
 fn crm_host(dir: &Path, args: &[&str]) -> std::process::Output {
     Command::new(env!("CARGO_BIN_EXE_crm-sandbox"))
+        .env("XDG_CACHE_HOME", crate::fixtures::cache_home())
         .arg("--data-dir")
         .arg(dir.join("data"))
         .arg("--results-dir")
@@ -163,45 +183,78 @@ fn crm_host(dir: &Path, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// The compiled components in a cache directory (its key file left out).
 fn cache_entries(dir: &Path) -> Vec<std::path::PathBuf> {
-    std::fs::read_dir(dir)
-        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.path()).collect())
-        .unwrap_or_default()
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let paths = entries.filter_map(|e| e.ok()).map(|e| e.path());
+    paths
+        .filter(|p| p.extension().is_some_and(|x| x == "cwasm"))
+        .collect()
 }
 
+/// `crm-sandbox --data-dir <dir>/<data> --cache-dir <cache> [extra] tools`: the tools it
+/// lists; it must say nothing about the cache (a refused, rejected or rewritten entry is a
+/// warning, a hit or a first compile is silent).
+fn tools_listed(dir: &Path, data: &str, cache: &Path, extra: &[&str]) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_crm-sandbox"))
+        .arg("--data-dir")
+        .arg(dir.join(data))
+        .arg("--cache-dir")
+        .arg(cache)
+        .args(extra)
+        .arg("tools")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("compiled-component cache"), "{stderr}");
+    serde_json::from_slice::<Value>(&out.stdout).unwrap()
+}
+
+#[cfg(unix)]
 #[test]
-fn the_cli_caches_the_compiled_component_and_survives_a_corrupt_entry() {
+fn the_cli_caches_the_compiled_component_for_every_host_and_survives_a_corrupt_entry() {
+    use std::os::unix::fs::MetadataExt;
     let dir = temp_dir("cli-cache");
     let cache = dir.join("cache");
-    let cache_arg = cache.to_str().unwrap();
-    let tools = |extra: &[&str]| {
-        let mut args = vec!["--cache-dir", cache_arg];
-        args.extend_from_slice(extra);
-        args.push("tools");
-        let out = crm_host(&dir, &args);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice::<Value>(&out.stdout).unwrap()
-    };
-    let cold = tools(&[]);
+    let cold = tools_listed(&dir, "host-a", &cache, &[]);
     let entries = cache_entries(&cache);
     assert_eq!(entries.len(), 1, "{entries:?}");
     let entry = &entries[0];
-    assert_eq!(tools(&[]), cold, "the warm start lists the same tools");
+    let compiled = std::fs::metadata(entry).unwrap();
+
+    // Another host, with a data directory of its own, reads that entry: an entry is only
+    // ever replaced by renaming a new file over it, so the same inode is the same entry.
+    let warm = tools_listed(&dir, "host-b", &cache, &[]);
+    assert_eq!(warm, cold, "the warm start lists the same tools");
+    assert_eq!(cache_entries(&cache), entries);
+    let read = std::fs::metadata(entry).unwrap();
+    assert_eq!((read.dev(), read.ino()), (compiled.dev(), compiled.ino()));
+    assert!(
+        !dir.join("host-a/cache.key").exists() && cache.join("cache.key").is_file(),
+        "the key is the cache's, not a data directory's"
+    );
 
     std::fs::write(entry, b"not a compiled component").unwrap();
-    assert_eq!(tools(&[]), cold, "a corrupt entry is compiled afresh");
+    let out = Command::new(env!("CARGO_BIN_EXE_crm-sandbox"))
+        .arg("--data-dir")
+        .arg(dir.join("host-a"))
+        .arg("--cache-dir")
+        .arg(&cache)
+        .arg("tools")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let warned = String::from_utf8_lossy(&out.stderr);
+    assert!(warned.contains("compiling afresh"), "{warned}");
+    assert_eq!(serde_json::from_slice::<Value>(&out.stdout).unwrap(), cold);
     assert!(std::fs::read(entry).unwrap().len() > 1000, "and replaced");
 
     std::fs::remove_dir_all(&cache).unwrap();
-    assert_eq!(tools(&["--no-cache"]), cold);
-    assert!(
-        cache_entries(&cache).is_empty(),
-        "--no-cache writes nothing"
-    );
+    assert_eq!(tools_listed(&dir, "host-a", &cache, &["--no-cache"]), cold);
+    assert!(!cache.exists(), "--no-cache writes nothing");
     let _ = std::fs::remove_dir_all(&dir);
 }
 

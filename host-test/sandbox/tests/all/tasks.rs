@@ -1,10 +1,10 @@
-//! A `to_file` export as a task (MCP's tasks extension): with the host's usual 120-second call
-//! limit and a sandbox slowed to 13 seconds a search, the export (ten pages) runs past the limit
-//! as a task, `tasks/get` shows the records written and then the answer with the file's
+//! A `to_file` export as a task (MCP's tasks extension): with a 6-second call limit (the host's
+//! usual one is 120 s) and a sandbox slowed to 800 ms a search, the export (ten pages) runs past
+//! the limit as a task, `tasks/get` shows the records written and then the answer with the file's
 //! resource link, while the same export as a plain call stops at the limit; `tasks/cancel`
 //! stops one midway and leaves no file; another user cannot see the task.
 
-use crate::fixtures::{ALL_SCOPES, plugin_bytes, temp_dir};
+use crate::fixtures::{ALL_SCOPES, temp_dir};
 use crate::mcp::call;
 use bytes::Bytes;
 use crm_host::backend::BoxFuture;
@@ -99,7 +99,7 @@ fn slow_acme(dir: &Path, call_timeout: Duration, delay: Duration) -> Arc<Host> {
     ));
     let mut spec = SandboxCrm::tenant_spec("acme");
     spec.results_dir = Some(dir.to_path_buf());
-    host.add_tenant(spec, runtime.load(&plugin_bytes()).unwrap())
+    host.add_tenant(spec, crate::fixtures::load(&runtime))
         .unwrap();
     host
 }
@@ -125,11 +125,13 @@ fn files_in(dir: &Path) -> Vec<PathBuf> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_export_outlives_the_call_limit_as_a_task_and_shows_its_progress() {
     let dir = temp_dir("task-export");
-    let limit = HostLimits::default().call_timeout;
-    assert_eq!(limit, Duration::from_secs(120));
-    let host = slow_acme(&dir, limit, Duration::from_secs(13));
+    // The default call limit is 120 s; a host given 6 s shows the same in a fraction of the
+    // time: ten searches 800 ms late each take the export past the limit.
+    assert_eq!(HostLimits::default().call_timeout, Duration::from_secs(120));
+    let limit = Duration::from_secs(6);
+    let host = slow_acme(&dir, limit, Duration::from_millis(800));
 
-    // As a plain call it stops at the 120-second limit (run alongside the task).
+    // As a plain call it stops at the call limit (run alongside the task).
     let plain_host = host.clone();
     let plain = tokio::spawn(async move {
         let plain = client(plain_host, "demo-user", ()).await;
@@ -174,7 +176,7 @@ async fn an_export_outlives_the_call_limit_as_a_task_and_shows_its_progress() {
             break got;
         }
         assert!(begun.elapsed() < Duration::from_secs(300), "{messages:?}");
-        tokio::time::sleep(Duration::from_secs(2)).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
     };
     assert!(begun.elapsed() > limit, "it ran past the call limit");
     assert!(
