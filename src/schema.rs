@@ -11,6 +11,8 @@ use schemars::{Schema, json_schema};
 
 #[rustfmt::skip]
 mod generated;
+#[cfg(test)]
+mod portable_input;
 
 /// The checked-in `(input, output)` schemas of the tool named `name`, as the JSON text
 /// `list-tools` and `list-tool-metadata` return.
@@ -36,9 +38,13 @@ pub(crate) mod derive {
     use schemars::JsonSchema;
     use schemars::generate::{Contract, SchemaSettings};
 
-    /// The input schema of a tool: what the tool accepts.
+    /// The input schema of a tool: what the tool accepts, in the portable core (see
+    /// [`super::portable_input`]).
     pub(crate) fn input_schema<T: JsonSchema>() -> String {
-        root_schema::<T>(Contract::Deserialize)
+        let text = root_schema::<T>(Contract::Deserialize);
+        let mut schema: serde_json::Value = serde_json::from_str(&text).expect("a schema is JSON");
+        super::portable_input::core(&mut schema);
+        serde_json::to_string(&schema).expect("a schema serializes")
     }
 
     /// The output schema of a tool (MCP's `outputSchema`): what the tool's answer looks like.
@@ -58,14 +64,14 @@ pub(crate) mod derive {
             serde_json::json!({
                 "type": "boolean",
                 "default": false,
-                "description": "true: write nothing; answer with exactly what would be sent, each                     changed field's current value beside the new one, and a confirmation_token."
+                "description": "true: write nothing; answer with exactly what would be sent, each changed field's current value beside the new one, and a confirmation_token."
             }),
         );
         properties.insert(
             "confirmation_token".into(),
             serde_json::json!({
                 "type": "string",
-                "description": "The token of an earlier preview of this same input, by this                     user: makes the previewed write, once. Refused when the record changed since                     the preview. Required when the workspace confirms every write."
+                "description": "The token of an earlier preview of this same input, by this user: makes the previewed write, once. Refused when the record changed since the preview. Required when the workspace has the assistant confirm every write with a preview's token."
             }),
         );
         serde_json::to_string(&schema).expect("a schema serializes")
@@ -91,7 +97,7 @@ pub(crate) mod derive {
             "change_id".into(),
             serde_json::json!({
                 "type": "string",
-                "description": "The change journal's id for this write: crm_list_changes shows                     it, and crm_revert_change puts an update back by it."
+                "description": "The change journal's id for this write: crm_list_changes shows it, and crm_revert_change puts an update back by it."
             }),
         );
         let mut schema = serde_json::json!({

@@ -426,6 +426,10 @@ impl JsonSchema for FoundRecord {
     fn json_schema(_: &mut SchemaGenerator) -> Schema {
         json_schema!({
             "type": "object",
+            "properties": {
+                "id": { "type": "string" },
+                "properties": { "type": "object" }
+            },
             "required": ["id", "properties"],
             "description": "One matching record: id, the record's HubSpot id; properties, \
                 property internal name → value as HubSpot stores it (text), for the properties \

@@ -8,7 +8,7 @@ use super::target::{WriteKind, WriteTarget};
 use crate::error::{Crm, ToolError};
 use crate::http::Request;
 use crate::journal::{ChangeEntry, ChangeFilter, ChangeKind, ChangeStatus, Confirmation};
-use crate::policy::WorkspacePolicy;
+use crate::policy::{ConfirmBy, WorkspacePolicy};
 use crate::retry::{Answer, HintReader};
 use crate::tool::{Session, WriteGuard};
 use schemars::JsonSchema;
@@ -141,19 +141,16 @@ impl WriteGuard for WriteGate {
                     .redeem(&token, &self.input)
                     .map_err(|why| {
                         ToolError::invalid(format!(
-                            "{why}. Nothing was sent: call {} with \"preview\": true again for \
-                             a new token",
-                            self.tool
+                            "{why}. Nothing was sent: {}",
+                            confirm_again(self.tool, policy.confirm_by)
                         ))
                     })?;
                 stale_since_preview(&read, &current, &target, policy)?;
             }
             None if policy.confirm_writes => {
-                return Err(ToolError::invalid(format!(
-                    "this workspace confirms every write: call {} with \"preview\": true first, \
-                     show the user what would change, then call it again with the same input \
-                     and the preview's confirmation_token. Nothing was sent.",
-                    self.tool
+                return Err(ToolError::invalid(unconfirmed(
+                    self.tool,
+                    policy.confirm_by,
                 )));
             }
             None => {}
@@ -411,6 +408,38 @@ impl Stopped {
                 next_step,
             },
         }
+    }
+}
+
+/// How to get a write confirmed again after its token failed, naming only what the
+/// workspace's confirmation mode lets the assistant do.
+fn confirm_again(tool: &str, confirm_by: ConfirmBy) -> String {
+    match confirm_by {
+        ConfirmBy::Assistant => format!("call {tool} with \"preview\": true again for a new token"),
+        ConfirmBy::User => format!(
+            "call {tool} again with the same input, without preview or confirmation_token: the \
+             person is asked to confirm it again in their client"
+        ),
+        ConfirmBy::UserOrAssistant => format!(
+            "call {tool} again with the same input: a client that can ask its user asks them \
+             again; one that cannot gets a new token with \"preview\": true"
+        ),
+    }
+}
+
+/// Why a write without a confirmation token is refused, and what to do, in the workspace's
+/// confirmation mode.
+fn unconfirmed(tool: &str, confirm_by: ConfirmBy) -> String {
+    match confirm_by {
+        ConfirmBy::Assistant | ConfirmBy::UserOrAssistant => format!(
+            "this workspace confirms every write: call {tool} with \"preview\": true first, \
+             show the user what would change, then call it again with the same input and the \
+             preview's confirmation_token. Nothing was sent."
+        ),
+        ConfirmBy::User => format!(
+            "this workspace has the person confirm each write in their MCP client: call {tool} \
+             through a client that asks its user (MCP elicitation). Nothing was sent."
+        ),
     }
 }
 

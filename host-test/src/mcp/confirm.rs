@@ -40,12 +40,8 @@ pub(crate) fn flow(
     input: &Value,
     can_ask: bool,
 ) -> Flow {
-    if !governed_write || !confirm_writes || confirm_by == ConfirmBy::Assistant {
-        return Flow::AsAsked;
-    }
-    let user_confirms = can_ask || confirm_by == ConfirmBy::User;
-    if !user_confirms {
-        // `user-or-token` with a client that cannot ask: today's token flow.
+    if !governed_write || !person_confirms(confirm_writes, confirm_by, can_ask) {
+        // Includes `user-or-token` with a client that cannot ask: the token flow.
         return Flow::AsAsked;
     }
     let drives_it_itself = input.get("confirmation_token").is_some()
@@ -64,14 +60,45 @@ pub(crate) fn flow(
     if !can_ask {
         return Flow::Refuse(
             "forbidden",
-            "this workspace requires the person to confirm each write (CRM_POLICY_CONFIRM_WRITES=\
-             user), and this client cannot ask its user: it did not declare MCP elicitation. \
+            "this workspace requires the person to confirm each write (its confirm_writes is \
+             \"user\"), and this client cannot ask its user: it did not declare MCP elicitation. \
              Nothing was sent. Use a client that supports elicitation, or ask the workspace \
              admin about user-or-token."
                 .into(),
         );
     }
     Flow::AskUser
+}
+
+/// Whether the person, not the model, confirms this client's writes: `user`, or
+/// `user-or-token` with a client that can ask its user.
+pub(crate) fn person_confirms(confirm_writes: bool, confirm_by: ConfirmBy, can_ask: bool) -> bool {
+    confirm_writes
+        && match confirm_by {
+            ConfirmBy::Assistant => false,
+            ConfirmBy::User => true,
+            ConfirmBy::UserOrAssistant => can_ask,
+        }
+}
+
+/// What a governed write's listing offers the model when the person confirms: no `preview`
+/// and no `confirmation_token` (that mode refuses both), and a description saying the
+/// person is asked.
+pub(crate) fn as_the_person_confirms(tool: &mut rmcp::model::Tool) {
+    let mut schema = (*tool.input_schema).clone();
+    if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+        properties.remove("preview");
+        properties.remove("confirmation_token");
+    }
+    tool.input_schema = std::sync::Arc::new(schema);
+    let said = tool.description.as_deref().unwrap_or_default();
+    tool.description = Some(
+        format!(
+            "{said} In this workspace the person confirms each write in their client: call \
+             the tool with the intended input; nothing is written until they accept."
+        )
+        .into(),
+    );
 }
 
 /// The form's message: what would change, in words a person reads.

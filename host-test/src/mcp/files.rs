@@ -191,9 +191,10 @@ fn default_limit() -> usize {
 /// The [`READ_TOOL`] listing: read-only, closed-world (it reads the host's files only); its
 /// output schema only when answers are structured.
 pub fn read_tool(form: AnswerForm) -> Tool {
+    // Open, as every model API takes it (the component's inputs are the same); the
+    // arguments' parser refuses an unknown field.
     let input = json!({
         "type": "object",
-        "additionalProperties": false,
         "required": ["file"],
         "properties": {
             "file": {"type": "string", "description": "The result file: its name, its crm-results://files/ URI, or the file_path a query answered."},

@@ -144,21 +144,49 @@ impl McpServer {
             .ok_or_else(|| McpError::invalid_request("no authenticated principal", None))
     }
 
-    async fn tools(&self, principal: &Principal) -> Result<Vec<rmcp::model::Tool>, McpError> {
+    /// The tools as `principal`'s client lists them; `can_ask`: the client declared MCP
+    /// elicitation, so under `user-or-token` the person confirms its writes.
+    async fn tools(
+        &self,
+        principal: &Principal,
+        can_ask: bool,
+    ) -> Result<Vec<rmcp::model::Tool>, McpError> {
         let tenant = &principal.tenant_id;
         let host_error = |e: CallError| McpError::internal_error(e.to_string(), None);
         let specs = self.host.list_tools(tenant).await.map_err(host_error)?;
         let metadata = self.host.tool_metadata(tenant).await.map_err(host_error)?;
+        let listing = self.host.listing(tenant).await.map_err(host_error)?;
+        let policy = self.host.policy(tenant).map_err(host_error)?;
+        let person_confirms =
+            confirm::person_confirms(policy.confirm_writes, policy.confirm_by, can_ask);
         let mut tools: Vec<_> = specs
             .iter()
             .map(|spec| {
                 let meta = metadata.iter().find(|m| m.name == spec.name);
-                convert::tool(spec, meta, self.host.answer_form())
+                let mut tool = convert::tool(spec, meta, self.host.answer_form());
+                let governed = listing.tool(&spec.name).is_some_and(|(_, g)| g);
+                if person_confirms && governed {
+                    confirm::as_the_person_confirms(&mut tool);
+                }
+                tool
             })
             .collect();
         tools.push(files::read_tool(self.host.answer_form()));
         Ok(tools)
     }
+}
+
+/// Whether the client can ask its user (it declared MCP elicitation): in the 2026-07-28 era
+/// each request carries its capabilities, before it the session's `initialize` did.
+fn can_ask(context: &RequestContext<RoleServer>) -> bool {
+    context
+        .meta
+        .client_capabilities()
+        .is_some_and(|c| c.elicitation.is_some())
+        || context
+            .peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.elicitation.is_some())
 }
 
 impl ServerHandler for McpServer {
@@ -254,7 +282,7 @@ impl ServerHandler for McpServer {
     ) -> Result<ListToolsResult, McpError> {
         let principal = self.principal(&context.extensions)?;
         Ok(ListToolsResult::with_all_items(
-            self.tools(&principal).await?,
+            self.tools(&principal, can_ask(&context)).await?,
         ))
     }
 
@@ -295,14 +323,7 @@ impl ServerHandler for McpServer {
                 .peer
                 .peer_info()
                 .is_some_and(|info| info.protocol_version == ProtocolVersion::V_2026_07_28);
-        let can_ask = context
-            .meta
-            .client_capabilities()
-            .is_some_and(|c| c.elicitation.is_some())
-            || context
-                .peer
-                .peer_info()
-                .is_some_and(|info| info.capabilities.elicitation.is_some());
+        let can_ask = can_ask(&context);
         let flow = confirm::flow(
             policy.confirm_by,
             policy.confirm_writes,

@@ -135,7 +135,7 @@ pub struct PolicyEntry {
     pub masked_fields: Option<Vec<String>>,
     pub never_written: Option<Vec<String>>,
     pub max_records: Option<u64>,
-    pub confirm_writes: Option<bool>,
+    pub confirm_writes: Option<ConfirmWrites>,
     pub confirm_ttl_seconds: Option<u64>,
     pub crm_a_provenance: Option<String>,
     pub crm_b_provenance: Option<String>,
@@ -168,7 +168,7 @@ impl PolicyEntry {
             ),
             (
                 "CRM_POLICY_CONFIRM_WRITES",
-                self.confirm_writes.map(|b| b.to_string()),
+                self.confirm_writes.map(|c| c.setting().to_string()),
             ),
             (
                 "CRM_POLICY_CONFIRM_TTL_SECONDS",
@@ -180,6 +180,65 @@ impl PolicyEntry {
         .into_iter()
         .filter_map(|(k, v)| v.map(|v| (k.to_string(), v)))
         .collect()
+    }
+}
+
+/// A tenant's `confirm_writes`: whether each write needs a confirmation, and who gives it.
+/// Written as in `CRM_POLICY_CONFIRM_WRITES`: `false`, `true` (the same as `"token"`),
+/// `"token"` (the assistant passes back a preview's token), `"user"` (the person confirms in
+/// their client) or `"user-or-token"` (the person when their client can ask, else the token).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfirmWrites {
+    /// `false`: writes go out as the assistant makes them.
+    Off,
+    /// `true` or `"token"`.
+    Token,
+    /// `"user"`.
+    User,
+    /// `"user-or-token"`.
+    UserOrToken,
+}
+
+impl ConfirmWrites {
+    /// The value of the tenant's `CRM_POLICY_CONFIRM_WRITES` setting.
+    pub fn setting(self) -> &'static str {
+        match self {
+            ConfirmWrites::Off => "false",
+            ConfirmWrites::Token => "true",
+            ConfirmWrites::User => "user",
+            ConfirmWrites::UserOrToken => "user-or-token",
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for ConfirmWrites {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Mode;
+        impl serde::de::Visitor<'_> for Mode {
+            type Value = ConfirmWrites;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str(r#"false, true, "token", "user" or "user-or-token""#)
+            }
+
+            fn visit_bool<E: serde::de::Error>(self, on: bool) -> Result<ConfirmWrites, E> {
+                Ok(if on {
+                    ConfirmWrites::Token
+                } else {
+                    ConfirmWrites::Off
+                })
+            }
+
+            fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<ConfirmWrites, E> {
+                match text {
+                    "token" => Ok(ConfirmWrites::Token),
+                    "user" => Ok(ConfirmWrites::User),
+                    "user-or-token" => Ok(ConfirmWrites::UserOrToken),
+                    other => Err(E::invalid_value(serde::de::Unexpected::Str(other), &self)),
+                }
+            }
+        }
+        deserializer.deserialize_any(Mode)
     }
 }
 

@@ -6,9 +6,13 @@
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { ElicitRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
-import { CALL_TIMEOUT, START_TIMEOUT, check, stdioServer, textOf, withTimeout } from './lib.mjs';
+import {
+  ACME_ACCOUNT, CALL_TIMEOUT, START_TIMEOUT, TOKENS, check, startHttpServer, stdioServer, textOf,
+  withTimeout,
+} from './lib.mjs';
 
 const DEAL = { object_type: 'deals', record_id: '357300' };
 
@@ -101,10 +105,76 @@ async function progressShows(crmHost, workdir) {
   });
 }
 
+const GLOBEX_ACCOUNT = '0017kB200000001ABA';
+
+// A client over Streamable HTTP with `token`, that answers every form with `answer`.
+async function withHttpClient(url, token, answer, body) {
+  const client = new Client({ name: 'crm-host-js-person', version: '1.0.0' },
+    { capabilities: { elicitation: {} } });
+  const asked = [];
+  client.setRequestHandler(ElicitRequestSchema, async (request) => {
+    asked.push(request.params.message);
+    return answer === 'accept' ? { action: 'accept', content: { confirm: true } } : { action: answer };
+  });
+  const transport = new StreamableHTTPClientTransport(new URL(url),
+    { requestInit: { headers: { Authorization: `Bearer ${token}` } } });
+  try {
+    await withTimeout(client.connect(transport, { timeout: START_TIMEOUT }), START_TIMEOUT + 5_000,
+      'connect');
+    return await body(client, asked);
+  } finally {
+    await withTimeout(client.close(), 15_000, 'close').catch(() => {});
+  }
+}
+
+// One `serve`, two tenants: acme's person confirms each write (confirm_writes = "user"),
+// globex's assistant confirms with a preview's token (confirm_writes = true). Each behaves as
+// its own tenants-file entry says, whatever the other's does.
+async function eachTenantItsOwnMode(crmHost, workdir) {
+  const server = await startHttpServer(crmHost, workdir, 'per-tenant-confirm',
+    { acme: 'confirm_writes = "user"', globex: 'confirm_writes = true' });
+  const update = (id, name, extra = {}) =>
+    ({ object: 'Account', record_id: id, fields: { Name: name }, ...extra });
+  const offered = async (client) => {
+    const tool = (await client.listTools()).tools.find((t) => t.name === 'crmb_update_record');
+    return Object.keys(tool.inputSchema.properties);
+  };
+  try {
+    await withHttpClient(server.url, TOKENS.acme, 'accept', async (client, asked) => {
+      const fields = await offered(client);
+      check(!fields.includes('confirmation_token') && !fields.includes('preview'),
+        `acme (user) offers the model no token or preview: ${fields}`);
+      const made = await call(client, 'crmb_update_record', update(ACME_ACCOUNT, 'Acme (asked)'));
+      check(!made.isError && made.structuredContent.change_id, `acme: ${JSON.stringify(made)}`);
+      check(asked.length === 1 && asked[0].includes('Acme (asked)'), `acme asks its person: ${asked}`);
+    });
+    await withHttpClient(server.url, TOKENS.globex, 'accept', async (client, asked) => {
+      const fields = await offered(client);
+      check(fields.includes('confirmation_token') && fields.includes('preview'),
+        `globex (token) offers both: ${fields}`);
+      const bare = errorOf(await call(client, 'crmb_update_record', update(GLOBEX_ACCOUNT, 'Globex (token)')));
+      check(bare.kind === 'invalid-input' && bare.message.includes('"preview": true first'),
+        `globex wants a preview first: ${bare.message}`);
+      const preview = await call(client, 'crmb_update_record',
+        update(GLOBEX_ACCOUNT, 'Globex (token)', { preview: true }));
+      const token = preview.structuredContent.preview.confirmation_token;
+      const made = await call(client, 'crmb_update_record',
+        update(GLOBEX_ACCOUNT, 'Globex (token)', { confirmation_token: token }));
+      check(!made.isError && made.structuredContent.change_id, `globex: ${JSON.stringify(made)}`);
+      check(asked.length === 0, `globex never asks the person: ${asked}`);
+    });
+  } finally {
+    await server.stop();
+  }
+  return 'acme (user): asked once, no token offered; globex (true): preview, token, written, never asked';
+}
+
 export function confirmSteps(crmHost, workdir) {
   return [
     { name: 'TypeScript SDK v1 over stdio: the person confirms writes (elicitation)',
       run: () => personConfirms(crmHost, workdir) },
+    { name: 'TypeScript SDK v1 over Streamable HTTP: each tenant confirms writes its own way',
+      run: () => eachTenantItsOwnMode(crmHost, workdir) },
     { name: 'TypeScript SDK v1 over stdio: an export reports progress', run: () => progressShows(crmHost, workdir) },
   ];
 }

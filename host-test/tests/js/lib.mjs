@@ -57,10 +57,15 @@ export function stdioServer(crmHost, workdir, name) {
   };
 }
 
-export function writeTenants(workdir) {
-  const file = path.join(workdir, 'tenants.toml');
+// The tenants file for TOKENS' tenants; `policies` maps a tenant to the TOML lines of its
+// [tenants.policy] table.
+export function writeTenants(workdir, policies = {}, name = 'tenants') {
+  const file = path.join(workdir, `${name}.toml`);
   let text = '';
-  for (const tenant of Object.keys(TOKENS)) text += `[[tenants]]\nid = "${tenant}"\n`;
+  for (const tenant of Object.keys(TOKENS)) {
+    text += `[[tenants]]\nid = "${tenant}"\n`;
+    if (policies[tenant]) text += `[tenants.policy]\n${policies[tenant]}\n`;
+  }
   for (const [tenant, token] of Object.entries(TOKENS)) {
     const digest = createHash('sha256').update(token).digest('hex');
     text += `[[tokens]]\nsha256 = "${digest}"\ntenant = "${tenant}"\nuser = "${tenant}-user"\n`;
@@ -90,8 +95,8 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 }
 
 // Starts `crm-host serve` on a free loopback port and waits for its {"listening": URL} line.
-export async function startHttpServer(crmHost, workdir, name = 'http') {
-  const tenants = writeTenants(workdir);
+export async function startHttpServer(crmHost, workdir, name = 'http', policies = {}) {
+  const tenants = writeTenants(workdir, policies, name === 'http' ? 'tenants' : `${name}-tenants`);
   const logPath = path.join(workdir, `${name}-server.log`);
   const log = createWriteStream(logPath);
   const child = spawn(crmHost, ['serve', ...STRUCTURED, '--listen', '127.0.0.1:0', '--tenants', tenants,

@@ -28,6 +28,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 ACME_ACCOUNT = "0015gA000000001ABA"
+GLOBEX_ACCOUNT = "0017kB200000001ABA"
 
 
 def check(condition, what):
@@ -217,6 +218,71 @@ async def over_http(crm_host, workdir):
     print("http: ok")
 
 
+async def each_tenant_its_own_confirmation(crm_host, workdir):
+    """One `serve`, two tenants: acme's person confirms each write (confirm_writes = "user"),
+    globex's assistant confirms with a preview's token (confirm_writes = true)."""
+    tokens = {"acme": "token-for-acme", "globex": "token-for-globex"}
+    policies = {"acme": 'confirm_writes = "user"', "globex": "confirm_writes = true"}
+    tenants = os.path.join(workdir, "per-tenant-confirm.toml")
+    with open(tenants, "w") as f:
+        for tenant in tokens:
+            f.write(f'[[tenants]]\nid = "{tenant}"\n[tenants.policy]\n{policies[tenant]}\n')
+        for tenant, token in tokens.items():
+            digest = hashlib.sha256(token.encode()).hexdigest()
+            f.write(f'[[tokens]]\nsha256 = "{digest}"\ntenant = "{tenant}"\nuser = "{tenant}-user"\n')
+    server = subprocess.Popen(
+        [crm_host, "serve", "--answers", "structured", "--listen", "127.0.0.1:0", "--tenants", tenants,
+         "--data-dir", os.path.join(workdir, "per-tenant-data"),
+         "--results-dir", os.path.join(workdir, "per-tenant-results")],
+        stdout=subprocess.PIPE, text=True)
+    asked = []
+
+    async def person(context, params):
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"confirm": True})
+
+    def update(account, name, **extra):
+        return dict(object="Account", record_id=account, fields={"Name": name}, **extra)
+
+    async def session_for(url, token, body):
+        client = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"},
+                                    timeout=httpx2.Timeout(30, read=120))
+        async with client, streamable_http_client(url, http_client=client) as (read, write):
+            async with ClientSession(read, write, elicitation_callback=person) as session:
+                await session.initialize()
+                tools = {t.name: t for t in (await session.list_tools()).tools}
+                offered = set(tools["crmb_update_record"].input_schema["properties"])
+                await body(session, offered)
+
+    async def acme(session, offered):
+        check(not offered & {"preview", "confirmation_token"}, f"acme offers no token: {offered}")
+        made = await session.call_tool("crmb_update_record", update(ACME_ACCOUNT, "Acme (asked)"))
+        check(not made.is_error and made.structured_content["change_id"], f"acme: {made}")
+        check(len(asked) == 1 and "Acme (asked)" in asked[0], f"acme asks its person: {asked}")
+
+    async def globex(session, offered):
+        check({"preview", "confirmation_token"} <= offered, f"globex offers both: {offered}")
+        bare = await session.call_tool("crmb_update_record", update(GLOBEX_ACCOUNT, "Globex (token)"))
+        error = json.loads(bare.content[0].text)["error"]
+        check(bare.is_error and '"preview": true first' in error["message"], f"globex: {error}")
+        preview = await session.call_tool(
+            "crmb_update_record", update(GLOBEX_ACCOUNT, "Globex (token)", preview=True))
+        token = preview.structured_content["preview"]["confirmation_token"]
+        made = await session.call_tool(
+            "crmb_update_record", update(GLOBEX_ACCOUNT, "Globex (token)", confirmation_token=token))
+        check(not made.is_error and made.structured_content["change_id"], f"globex: {made}")
+        check(len(asked) == 1, f"globex never asks the person: {asked}")
+
+    try:
+        url = json.loads(server.stdout.readline())["listening"]
+        await session_for(url, tokens["acme"], acme)
+        await session_for(url, tokens["globex"], globex)
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    print("http: acme (confirm_writes = \"user\") asks its person, globex (true) takes a token: ok")
+
+
 async def text_answers(crm_host, workdir):
     """The default form: no --answers, no CRM_HOST_ANSWERS."""
     params = StdioServerParameters(
@@ -250,6 +316,7 @@ async def main():
         await text_answers(crm_host, workdir)
         await the_person_confirms(crm_host, workdir)
         await over_http(crm_host, workdir)
+        await each_tenant_its_own_confirmation(crm_host, workdir)
 
 
 if __name__ == "__main__":

@@ -235,6 +235,53 @@ fn a_tenants_policy_table_becomes_its_policy_settings() {
 }
 
 #[test]
+fn each_tenant_sets_who_confirms_its_writes() {
+    let mode = |value: &str| {
+        let text =
+            format!("[[tenants]]\nid = \"acme\"\n[tenants.policy]\nconfirm_writes = {value}\n");
+        TenantsFile::parse(&text).map(|file| {
+            let settings = file.tenants[0].policy.settings();
+            let setting = settings
+                .iter()
+                .find(|(k, _)| k == "CRM_POLICY_CONFIRM_WRITES")
+                .map(|(_, v)| v.clone());
+            // The host reads the same setting the component does.
+            let policy = crate::governance::HostPolicy::from_settings(
+                settings.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            )
+            .unwrap();
+            (setting, policy.confirm_writes, policy.confirm_by)
+        })
+    };
+    use crm_plugin::policy::ConfirmBy;
+    let on = |by| {
+        Ok((
+            Some(match by {
+                ConfirmBy::Assistant => "true".to_string(),
+                ConfirmBy::User => "user".to_string(),
+                ConfirmBy::UserOrAssistant => "user-or-token".to_string(),
+            }),
+            true,
+            by,
+        ))
+    };
+    assert_eq!(
+        mode("false"),
+        Ok((Some("false".into()), false, ConfirmBy::Assistant))
+    );
+    assert_eq!(mode("true"), on(ConfirmBy::Assistant));
+    assert_eq!(mode("\"token\""), on(ConfirmBy::Assistant));
+    assert_eq!(mode("\"user\""), on(ConfirmBy::User));
+    assert_eq!(mode("\"user-or-token\""), on(ConfirmBy::UserOrAssistant));
+    let wrong = mode("\"always\"").unwrap_err();
+    assert!(
+        wrong.contains(r#"false, true, "token", "user" or "user-or-token""#),
+        "{wrong}"
+    );
+    assert!(mode("1").is_err());
+}
+
+#[test]
 fn what_holds_on_every_host_is_checked_when_the_file_is_read() {
     // So `tenants import` refuses it, rather than every host failing to apply it.
     let twice = format!("{FILE}[[tenants]]\nid = \"acme\"\n");
