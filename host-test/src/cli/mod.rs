@@ -7,10 +7,16 @@
 
 /// Starting wasmtime and loading the component (through the compiled-component cache).
 mod component;
+/// `--data-dir` and its per-user default, made before anything starts.
+mod data_dir;
 /// The demo's tour, kept apart from the command plumbing.
 mod demo;
+/// Start-up errors: one line on stderr, and for `mcp` the answer to the client's first request.
+mod failure;
 /// `serve`'s tenants, from a file or the fleet's registry; `crm-host tenants`.
 mod registry;
+/// `crm-sandbox sandbox`: the built-in CRM as an HTTPS broker.
+mod sandbox;
 /// `crm-host serve`: the HTTP server's flags and start-up.
 mod serve;
 /// `--store` and `crm-host store`.
@@ -19,11 +25,12 @@ mod store;
 mod tenants;
 
 use component::load_component;
+use failure::{one_line, refuse_arguments, tell_the_client};
+use sandbox::serve_sandbox;
 use serve::{ServeCommand, ServeLimits, serve_http};
 use tenants::TenantsAction;
 
-use crate::backend::serve::Server;
-use crate::backend::tls::{SelfSigned, read_certificates};
+use crate::backend::tls::read_certificates;
 use crate::backend::{NetworkBackend, NetworkOptions};
 use crate::credential::Credential;
 use crate::mcp::{Authority, McpServer, Principal};
@@ -185,8 +192,13 @@ struct Options {
     /// folder per tenant) [default: <data dir>/<tenant>/results].
     #[arg(long, global = true)]
     results_dir: Option<std::path::PathBuf>,
-    /// Where each tenant's mapping store (SQLite) is kept, as <dir>/<tenant>/mappings.sqlite.
-    #[arg(long, global = true, default_value = "crm-host-data")]
+    /// Where each tenant's state is kept: its SQLite store as <dir>/<tenant>/mappings.sqlite,
+    /// and its result files unless --results-dir says otherwise. Made (0700) at start-up if
+    /// missing [default: $XDG_DATA_HOME/crm-host, else ~/.local/share/crm-host].
+    #[arg(long = "data-dir", global = true, value_name = "DATA_DIR")]
+    data_dir_flag: Option<std::path::PathBuf>,
+    /// `--data-dir`, or the default: set by [`run`] before anything uses it.
+    #[arg(skip)]
     data_dir: std::path::PathBuf,
     /// Where every tenant's state lives: `sqlite` (one file per tenant under --data-dir), or a
     /// PostgreSQL URL (postgres://user:password@host:5432/db?sslmode=require) that a fleet of
@@ -235,14 +247,23 @@ struct Options {
 }
 
 /// Parses the command line and runs it; `built_in` answers when no broker is given.
+///
+/// Every error that stops a command from starting is one line on stderr (stdout carries only
+/// results, and MCP's messages for `mcp`), saying what to do, and the exit code is non-zero.
+/// `mcp` also answers its client's first request with that line as a JSON-RPC error, so that
+/// the client shows it rather than only that the connection closed.
 pub fn main(built_in: Option<Arc<dyn BuiltInCrm>>) -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(refused) => return refuse_arguments(refused),
+    };
     // Logs go to stderr: stdout belongs to the results, and to MCP's stdio transport.
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_max_level(tracing::Level::WARN)
         .init();
     let command = cli.command.unwrap_or(Command::Demo);
+    let stdio = matches!(command, Command::Mcp);
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     // MCP over stdio serves one client: one worker answers it without waking a second thread
     // at every step of a call (0.58 against 0.70 ms for a 100-contact search). Calls still run
@@ -253,24 +274,38 @@ pub fn main(built_in: Option<Arc<dyn BuiltInCrm>>) -> ExitCode {
     }
     let runtime = builder.enable_all().build().expect("tokio runtime");
     let outcome = runtime.block_on(run(cli.options, command, built_in));
+    let code = match outcome {
+        Ok(code) => code,
+        // `run` returns an error only when the command could not start (see the `mcp` branch).
+        Err(problem) => {
+            let line = one_line(&problem);
+            eprintln!("{line}");
+            if stdio {
+                runtime.block_on(tell_the_client(&line));
+            }
+            ExitCode::FAILURE
+        }
+    };
     // Drops every task (and the audit log clones they hold, which write out their lines), but
     // does not wait on a thread still blocked reading stdin after a stop signal.
     runtime.shutdown_timeout(std::time::Duration::from_millis(500));
-    match outcome {
-        Ok(code) => code,
-        Err(problem) => {
-            print_json(&json!({"error": {"kind": "host-error", "message": problem}}));
-            ExitCode::FAILURE
-        }
-    }
+    code
 }
 
+/// Runs `command`; an error is one that kept it from starting (`mcp` reports its session's own
+/// failures itself, as stdin is no longer free to answer on).
 async fn run(
-    options: Options,
+    mut options: Options,
     command: Command,
     built_in_arc: Option<Arc<dyn BuiltInCrm>>,
 ) -> Result<ExitCode, String> {
     let built_in = built_in_arc.as_deref();
+    let given = options.data_dir_flag.as_deref();
+    options.data_dir = if needs_data_dir(&options, &command) {
+        data_dir::prepare(given).map_err(|e| e.to_string())?
+    } else {
+        data_dir::resolve(given).unwrap_or_default()
+    };
     if let Command::Store { action } = &command {
         print_json(&store::run(
             &options.store,
@@ -384,10 +419,16 @@ async fn run(
             served = serve_stdio(host, principal) => served,
             () = stop_signal() => Ok(ExitCode::SUCCESS),
         };
-        audit
+        let flushed = audit
             .flush()
-            .map_err(|e| format!("writing the audit trail: {e}"))?;
-        return served;
+            .map_err(|e| format!("writing the audit trail: {e}"));
+        // The session began: stdin is the session's, so a failure now is only said on stderr.
+        return Ok(served
+            .and_then(|code| flushed.map(|()| code))
+            .unwrap_or_else(|problem| {
+                eprintln!("{}", one_line(&problem));
+                ExitCode::FAILURE
+            }));
     }
     let request = |tool: &str, input: &str| CallRequest {
         tenant_id: options.tenant.clone(),
@@ -432,6 +473,16 @@ async fn run(
     }
 }
 
+/// Whether `command` keeps anything under the data directory (a SQLite store, or result
+/// files by default), so that it is made, and found writable, before anything starts.
+fn needs_data_dir(options: &Options, command: &Command) -> bool {
+    match command {
+        // `store import-sqlite` reads a store that is there already; the others keep nothing.
+        Command::Sandbox { .. } | Command::Tenants { .. } | Command::Store { .. } => false,
+        _ => !store::is_postgres(&options.store) || options.results_dir.is_none(),
+    }
+}
+
 /// The `CRM_*` settings in the environment, for every tenant this process serves. The host
 /// keeps only `CRM_*` names and drops the credential and the broker base whatever it is given.
 fn env_settings() -> Vec<(String, String)> {
@@ -469,43 +520,6 @@ fn network_backend(options: &Options, runtime: &Runtime) -> Result<NetworkBacken
         network.extra_roots = read_certificates(path).map_err(|e| format!("--ca-cert: {e}"))?;
     }
     NetworkBackend::new(network).map_err(|e| e.to_string())
-}
-
-/// `crm-sandbox sandbox`: the built-in CRM over HTTPS on loopback, until the process is stopped.
-async fn serve_sandbox(
-    built_in: &dyn BuiltInCrm,
-    listen: std::net::SocketAddr,
-    cert_out: Option<std::path::PathBuf>,
-) -> Result<ExitCode, String> {
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .map_err(|e| format!("--listen {listen}: {e}"))?;
-    let local = listener.local_addr().map_err(|e| e.to_string())?;
-    let ip = local.ip().to_string();
-    let cert = SelfSigned::generate(&[ip.as_str(), "localhost"]).map_err(|e| e.to_string())?;
-    let cert_path = cert_out.unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("crm-host-sandbox-{}.pem", local.port()))
-    });
-    std::fs::write(&cert_path, &cert.cert_pem)
-        .map_err(|e| format!("writing {}: {e}", cert_path.display()))?;
-    let tls = cert.server_config().map_err(|e| e.to_string())?;
-    let server =
-        Server::start(listener, built_in.backend(), Some(tls)).map_err(|e| e.to_string())?;
-    let credentials: serde_json::Map<String, Value> = built_in
-        .tenants()
-        .into_iter()
-        .map(|t| {
-            let credential = built_in.credential(&t);
-            (t, Value::String(credential))
-        })
-        .collect();
-    // The one line on stdout: where the server is and what a client needs to reach it.
-    println!(
-        "{}",
-        json!({"listening": server.url(), "cert": cert_path, "credentials": credentials})
-    );
-    server.run().await;
-    Ok(ExitCode::SUCCESS)
 }
 
 /// `crm-host mcp`: MCP over stdin/stdout until the client closes stdin.

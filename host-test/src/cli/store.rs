@@ -63,7 +63,7 @@ pub(super) enum Store {
 }
 
 /// Whether `--store` names PostgreSQL.
-fn is_postgres(url: &str) -> bool {
+pub(super) fn is_postgres(url: &str) -> bool {
     url.starts_with("postgres://") || url.starts_with("postgresql://")
 }
 

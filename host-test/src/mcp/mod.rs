@@ -12,6 +12,7 @@ pub mod files;
 pub mod http;
 pub mod jwt;
 pub mod stdio;
+pub mod stdio_failure;
 pub mod task_cap;
 pub mod tasks;
 pub mod tenants;

@@ -616,6 +616,7 @@ async fn five_thousand_sessions_opened_and_closed_leave_memory_flat() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn behind_a_proxy_the_public_url_is_the_host_the_metadata_and_the_challenge() {
+    let refused_dir = temp_dir("serve-public-refused");
     let refused = std::process::Command::new(env!("CARGO_BIN_EXE_crm-sandbox"))
         .args([
             "serve",
@@ -624,10 +625,19 @@ async fn behind_a_proxy_the_public_url_is_the_host_the_metadata_and_the_challeng
             "--tenants",
             "/nonexistent.toml",
         ])
+        .arg("--data-dir")
+        .arg(refused_dir.join("data"))
         .output()
         .unwrap();
     assert!(!refused.status.success());
-    assert!(String::from_utf8_lossy(&refused.stdout).contains("--public-url"));
+    // Said on stderr, in one line; stdout is left to the listening line.
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("--public-url") && said.lines().count() == 1,
+        "{said}"
+    );
+    assert!(refused.stdout.is_empty());
+    let _ = std::fs::remove_dir_all(&refused_dir);
 
     let server = ServeProcess::start(
         "serve-public",

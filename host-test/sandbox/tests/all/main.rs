@@ -31,6 +31,7 @@ mod resolve;
 mod security;
 mod serve_procs;
 mod startup;
+mod startup_errors;
 mod status;
 mod sync;
 mod tasks;
