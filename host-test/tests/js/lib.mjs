@@ -47,11 +47,13 @@ export function serverEnv() {
 // output schema.
 const STRUCTURED = ['--answers', 'structured'];
 
-// `crm-host mcp` for one tenant (acme) with its own data and results folders.
-export function stdioServer(crmHost, workdir, name) {
+// `crm-host mcp` for one tenant (acme) with its own data and results folders; `answers: 'text'`
+// is the server's default (no output schemas), what a client configured by hand gets.
+export function stdioServer(crmHost, workdir, name, { answers = 'structured' } = {}) {
   return {
     command: crmHost,
-    args: ['mcp', ...STRUCTURED, '--data-dir', path.join(workdir, `${name}-data`),
+    args: ['mcp', '--answers', answers,
+      '--data-dir', path.join(workdir, `${name}-data`),
       '--results-dir', path.join(workdir, `${name}-results`)],
     env: serverEnv(),
   };

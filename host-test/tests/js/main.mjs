@@ -1,7 +1,10 @@
 // Drives crm-host with real JavaScript MCP clients: the TypeScript SDK v1 and v2, the MCP
-// Inspector CLI, and the official conformance suite. Usage: node main.mjs <crm-host> [filter]
-// Runs the steps whose name contains the filter (all without one) in order, stops at the first
-// failure, and ends with `N passed, M failed`.
+// Inspector CLI, the official conformance suite, and the tools' schemas through the Gemini CLI,
+// @google/genai, Ajv and the model APIs' documented rules. Usage:
+// node main.mjs <crm-host> [filter]
+// Runs the steps whose name contains the filter (all without one; `schemas` for the schema
+// checks alone) in order, stops at the first failure (but for an `independent` step, whose
+// failure leaves the rest to run), and ends with `N passed, M failed`.
 
 import { rmSync } from 'node:fs';
 import path from 'node:path';
@@ -10,6 +13,7 @@ import { confirmSteps } from './confirm.mjs';
 import { conformanceSteps } from './conformance.mjs';
 import { inspectorSteps } from './inspector.mjs';
 import { CheckError, killAll, makeWorkdir, startHttpServer, tail } from './lib.mjs';
+import { schemaSteps } from './schemas.mjs';
 import { sdkSteps } from './sdk.mjs';
 
 const STEP_TIMEOUT = 240_000;
@@ -29,6 +33,7 @@ async function main() {
     ...confirmSteps(crmHost, workdir),
     ...inspectorSteps(crmHost, workdir, http),
     ...conformanceSteps(crmHost, workdir, http),
+    ...schemaSteps(crmHost, workdir),
   ].filter((s) => !filter || s.name.includes(filter));
 
   let passed = 0;
@@ -56,6 +61,7 @@ async function main() {
         console.log(`FAIL ${step.name} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
         const shown = e instanceof CheckError ? e.message : String(e?.stack ?? e);
         console.log(`     ${shown.split('\n').join('\n     ')}`);
+        if (step.independent) continue;
         console.log(`     server log tail (${server.logPath}):\n${tail(server.logPath, 15)}`);
         break;
       }

@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Drives crm-host with real JavaScript MCP clients: the TypeScript SDK v1 and v2 (stdio and
 # Streamable HTTP, both protocol eras), the MCP Inspector CLI, and the official conformance
-# suite. Usage: bash host-test/tests/js/run.sh <path to crm-host>
+# suite; then checks the tools' schemas (schemas.mjs): the Gemini CLI and @google/genai declare
+# every tool and parameter (against a loopback stand-in for the Gemini API: no key, no network),
+# Ajv strict compiles every schema, every input schema fits Gemini's Schema, and a count of the
+# tools OpenAI's strict mode would take. Usage: bash host-test/tests/js/run.sh <path to crm-host>
 #
 # Needs Node >= 22.19 (the Inspector's floor): when the machine's node is older, or missing,
 # Node 24 comes from the npm registry's prebuilt package for this platform (node-runtime/,
