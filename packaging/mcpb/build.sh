@@ -100,7 +100,7 @@ bundle="$out/crm-plugin-$version-$os-$arch.mcpb"
 rm -f "$out"/*.mcpb
 "$mcpb" validate "$stage"
 # From inside the staged directory: the CLI lists the archive's files relative to the current one.
-(cd "$stage" && "$mcpb" pack . "$bundle")
+(cd "$stage" && "$mcpb" pack . "$bundle" </dev/null)
 [ -s "$bundle" ] || { echo "mcpb pack wrote no $bundle" >&2; exit 1; }
 
 # 3. Install it as a client would, and start it as the manifest says.
