@@ -4,6 +4,12 @@ use super::ids::{ApiName, CanonicalId, SalesforceId};
 use crate::error::ToolError;
 use url::Url;
 
+/// The context's org URL when one was given: a blank one counts as none, as a launcher that
+/// fills an optional setting left empty passes `--instance-url=` (an MCP Bundle's does).
+fn given(instance_url: Option<&str>) -> Option<&str> {
+    instance_url.filter(|text| !text.trim().is_empty())
+}
+
 /// The org's instance URL (`https://{MyDomain}.my.salesforce.com`), checked once per call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstanceUrl {
@@ -45,12 +51,12 @@ impl InstanceUrl {
     /// From the optional context field when links are optional: absent gives `None`, a
     /// malformed one is still an error.
     pub fn if_known(instance_url: Option<&str>) -> Result<Option<Self>, ToolError> {
-        instance_url.map(InstanceUrl::parse).transpose()
+        given(instance_url).map(InstanceUrl::parse).transpose()
     }
 
     /// From the optional context field, saying what to do when it is absent.
     pub fn from_context(instance_url: Option<&str>) -> Result<Self, ToolError> {
-        match instance_url {
+        match given(instance_url) {
             Some(text) => InstanceUrl::parse(text),
             None => Err(ToolError::NotConnected(
                 "the Salesforce org URL is not known for this workspace; reconnect Salesforce in \
@@ -231,5 +237,18 @@ mod tests {
             InstanceUrl::from_context(None),
             Err(ToolError::NotConnected(_))
         ));
+    }
+
+    #[test]
+    fn a_blank_instance_url_in_the_context_is_an_unknown_one() {
+        for blank in ["", "  "] {
+            assert_eq!(InstanceUrl::if_known(Some(blank)), Ok(None), "{blank:?}");
+            let Err(ToolError::NotConnected(message)) = InstanceUrl::from_context(Some(blank))
+            else {
+                panic!("{blank:?} gave a URL");
+            };
+            assert!(message.contains("is not known"), "{message}");
+        }
+        assert!(InstanceUrl::if_known(Some("acme")).is_err());
     }
 }
