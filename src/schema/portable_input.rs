@@ -66,7 +66,7 @@ fn rewrite(node: &mut Value, defs: &Map<String, Value>) -> bool {
         return false;
     };
     inline_ref(map, defs);
-    let nullable = make_single_type(map);
+    let nullable = make_single_type(map) | drop_null_branch(map, defs);
     if map.get("default") == Some(&Value::Null) {
         map.remove("default");
     }
@@ -117,6 +117,31 @@ fn inline_ref(map: &mut Map<String, Value>, defs: &Map<String, Value>) {
     map.extend(own);
     // A definition may refer to another one.
     inline_ref(map, defs);
+}
+
+/// An `anyOf` with a `{"type": "null"}` branch (schemars' `Option` of a referenced type) loses
+/// that branch (returns true: the value was nullable); a single branch left is merged into the
+/// node, whose own keywords win.
+fn drop_null_branch(map: &mut Map<String, Value>, defs: &Map<String, Value>) -> bool {
+    let Some(Value::Array(branches)) = map.get_mut("anyOf") else {
+        return false;
+    };
+    let before = branches.len();
+    branches.retain(|b| b.get("type") != Some(&Value::String("null".into())));
+    if branches.len() == before {
+        return false;
+    }
+    if branches.len() == 1 {
+        let Some(Value::Object(mut only)) = branches.pop() else {
+            panic!("an anyOf branch is a schema object");
+        };
+        map.remove("anyOf");
+        inline_ref(&mut only, defs);
+        let own = std::mem::take(map);
+        *map = only;
+        map.extend(own);
+    }
+    true
 }
 
 /// One type per node: `["T", "null"]` becomes `T` (returns true: the value was nullable), and a
@@ -198,6 +223,7 @@ pub(crate) fn outside_core(schema: &Value, path: &str, found: &mut Vec<String>) 
         }
         match key.as_str() {
             "type" if !value.is_string() => found.push(format!("{here}: not one type")),
+            "type" if value == "null" => found.push(format!("{here}: null is not a type")),
             "properties" => {
                 for (name, sub) in value.as_object().into_iter().flatten() {
                     outside_core(sub, &format!("{here}/{name}"), found);
@@ -253,9 +279,13 @@ mod tests {
                 "cursor": {"type": ["string", "null"], "default": null},
                 "limit": {"type": ["integer", "null"], "minimum": 1},
                 "fields": {"$ref": "#/$defs/Fields", "description": "Name → value."},
-                "names": {"type": ["array", "null"], "items": {"type": "string"}}
+                "names": {"type": ["array", "null"], "items": {"type": "string"}},
+                "bucket": {
+                    "anyOf": [{"$ref": "#/$defs/Layout"}, {"type": "null"}],
+                    "description": "Optional layout."
+                }
             },
-            "required": ["fields", "limit"]
+            "required": ["fields", "limit", "bucket"]
         });
         core(&mut schema);
         assert_eq!(
@@ -271,7 +301,12 @@ mod tests {
                     "cursor": {"type": "string"},
                     "limit": {"type": "integer", "minimum": 1},
                     "fields": {"type": "object", "description": "Name → value."},
-                    "names": {"type": "array", "items": {"type": "string"}}
+                    "names": {"type": "array", "items": {"type": "string"}},
+                    "bucket": {
+                        "type": "string",
+                        "enum": ["objects", "table"],
+                        "description": "Optional layout. \"objects\": One object per record. \"table\": Rows of values."
+                    }
                 },
                 "required": ["fields"]
             })
