@@ -108,30 +108,37 @@ mod tests {
     /// anything is sent.
     #[test]
     fn every_tool_has_an_object_schema_and_its_parser_refuses_unknown_fields() {
+        let sent = offline(|session| {
+            for spec in list_tools() {
+                let schema: Value = serde_json::from_str(spec.input_schema).unwrap();
+                assert_eq!(schema["type"], "object", "{}", spec.name);
+                assert!(schema.get("$schema").is_none(), "{}", spec.name);
+                assert!(
+                    spec.description.len() > 40,
+                    "{} needs a real description",
+                    spec.name
+                );
+                let e = call_tool(spec.name, r#"{"zz_not_a_field": 1}"#, session).unwrap_err();
+                assert!(
+                    matches!(&e, ToolError::InvalidInput(m) if m.contains("unknown field `zz_not_a_field`")),
+                    "{}: {e:?}",
+                    spec.name
+                );
+            }
+        });
+        assert!(sent.is_empty());
+    }
+
+    /// Runs `body` in a session with no configuration; what it sent.
+    fn offline(body: impl FnOnce(&mut Session<'_>)) -> Vec<crate::http::Request> {
         let ctx = CallContext::default();
         let err = ConfigError {
             key: "X",
             problem: "unset".into(),
         };
         let mut transport = ScriptedTransport::default();
-        let mut session = Session::new(&ctx, Err(&err), &mut transport);
-        for spec in list_tools() {
-            let schema: Value = serde_json::from_str(spec.input_schema).unwrap();
-            assert_eq!(schema["type"], "object", "{}", spec.name);
-            assert!(schema.get("$schema").is_none(), "{}", spec.name);
-            assert!(
-                spec.description.len() > 40,
-                "{} needs a real description",
-                spec.name
-            );
-            let e = call_tool(spec.name, r#"{"zz_not_a_field": 1}"#, &mut session).unwrap_err();
-            assert!(
-                matches!(&e, ToolError::InvalidInput(m) if m.contains("unknown field `zz_not_a_field`")),
-                "{}: {e:?}",
-                spec.name
-            );
-        }
-        assert!(transport.sent.is_empty());
+        body(&mut Session::new(&ctx, Err(&err), &mut transport));
+        transport.sent
     }
 
     #[test]
@@ -205,30 +212,25 @@ mod tests {
 
     #[test]
     fn unknown_tools_and_fields_are_invalid_input_with_nothing_sent() {
-        let ctx = CallContext::default();
-        let err = ConfigError {
-            key: "X",
-            problem: "unset".into(),
-        };
-        let mut transport = ScriptedTransport::default();
-        let mut session = Session::new(&ctx, Err(&err), &mut transport);
-        let e = call_tool("crmb_delete_record", "{}", &mut session).unwrap_err();
-        assert!(
-            matches!(&e, ToolError::InvalidInput(m) if m.contains("crmb_get_record")),
-            "{e:?}"
-        );
-        let e = call_tool(
-            "crmb_get_record",
-            r#"{"object":"Account","record_id":"001000000000001","colour":"red"}"#,
-            &mut session,
-        )
-        .unwrap_err();
-        assert!(
-            matches!(&e, ToolError::InvalidInput(m) if m.contains("unknown field `colour`")),
-            "{e:?}"
-        );
-        let e = call_tool("crmb_get_record", "not json", &mut session).unwrap_err();
-        assert!(matches!(e, ToolError::InvalidInput(_)));
-        assert!(transport.sent.is_empty());
+        let sent = offline(|session| {
+            let e = call_tool("crmb_delete_record", "{}", session).unwrap_err();
+            assert!(
+                matches!(&e, ToolError::InvalidInput(m) if m.contains("crmb_get_record")),
+                "{e:?}"
+            );
+            let e = call_tool(
+                "crmb_get_record",
+                r#"{"object":"Account","record_id":"001000000000001","colour":"red"}"#,
+                session,
+            )
+            .unwrap_err();
+            assert!(
+                matches!(&e, ToolError::InvalidInput(m) if m.contains("unknown field `colour`")),
+                "{e:?}"
+            );
+            let e = call_tool("crmb_get_record", "not json", session).unwrap_err();
+            assert!(matches!(e, ToolError::InvalidInput(_)));
+        });
+        assert!(sent.is_empty());
     }
 }

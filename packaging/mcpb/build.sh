@@ -32,33 +32,9 @@ out="$(realpath -m "${3:?$usage}")"
 [ -x "$crm_host" ] || { echo "no crm-host at $crm_host" >&2; exit 1; }
 [ -f "$component" ] || { echo "no component at $component" >&2; exit 1; }
 
-node_ok() { # node >= 20
-  local v
-  v="$("$1" --version 2>/dev/null)" || return 1
-  v="${v#v}"
-  [ "${v%%.*}" -ge 20 ]
-}
-
-if ! command -v npm >/dev/null 2>&1; then
-  # npm is only the installer here; the Node that runs the checks is chosen below.
-  apt-get update -qq && apt-get install -y -qq npm >/dev/null
-fi
-if command -v node >/dev/null 2>&1 && node_ok "$(command -v node)"; then
-  echo "node $(node --version) (the machine's)"
-else
-  runtime="$root/target/js/node"
-  if ! node_ok "$runtime/node_modules/.bin/node"; then
-    echo "the machine's node is $(node --version 2>/dev/null || echo missing): installing Node from the npm registry"
-    rm -rf "$runtime"
-    mkdir -p "$runtime"
-    cp "$root/host-test/tests/js/node-runtime/package.json" \
-      "$root/host-test/tests/js/node-runtime/package-lock.json" "$runtime/"
-    (cd "$runtime" && timeout 300 npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
-  fi
-  export PATH="$runtime/node_modules/.bin:$PATH"
-  node_ok "$(command -v node)" || { echo "no Node >= 20 for this platform" >&2; exit 1; }
-  echo "node $(node --version) (from target/js/node)"
-fi
+# shellcheck source=../../host-test/tests/js/node-runtime/use-node.sh
+source "$root/host-test/tests/js/node-runtime/use-node.sh"
+use_node "$root" 20 0
 
 (cd "$here" && timeout 300 npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
 mcpb="$here/node_modules/.bin/mcpb"

@@ -25,35 +25,9 @@ trap setup_failed ERR
 
 [ -x "$crm_host" ] || { echo "no crm-host at $crm_host" >&2; false; }
 
-node_ok() { # node >= 22.19
-  local v
-  v="$("$1" --version 2>/dev/null)" || return 1
-  v="${v#v}"
-  local major="${v%%.*}" rest="${v#*.}"
-  local minor="${rest%%.*}"
-  [ "$major" -gt 22 ] || { [ "$major" -eq 22 ] && [ "$minor" -ge 19 ]; }
-}
-
-if ! command -v npm >/dev/null 2>&1; then
-  # npm is only the installer here; the Node that runs the tests is checked below.
-  apt-get update -qq && apt-get install -y -qq npm >/dev/null
-fi
-
-if command -v node >/dev/null 2>&1 && node_ok "$(command -v node)"; then
-  echo "node $(node --version) (the machine's)"
-else
-  runtime="$root/target/js/node"
-  if ! node_ok "$runtime/node_modules/.bin/node"; then
-    echo "the machine's node is $(node --version 2>/dev/null || echo missing): installing Node 24 from the npm registry"
-    rm -rf "$runtime"
-    mkdir -p "$runtime"
-    cp "$here/node-runtime/package.json" "$here/node-runtime/package-lock.json" "$runtime/"
-    (cd "$runtime" && timeout 300 npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
-  fi
-  export PATH="$runtime/node_modules/.bin:$PATH"
-  node_ok "$(command -v node)" || { echo "no Node >= 22.19 for this platform" >&2; false; }
-  echo "node $(node --version) (from target/js/node)"
-fi
+# shellcheck source=node-runtime/use-node.sh
+source "$here/node-runtime/use-node.sh"
+use_node "$root" 22 19
 
 (cd "$here" && timeout 300 npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
 trap - ERR

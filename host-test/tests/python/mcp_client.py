@@ -185,22 +185,33 @@ async def http_session(url, token, account_id, account_name):
             return session, await exercise(session, account_id, account_name)
 
 
-async def over_http(crm_host, workdir):
-    tokens = {"acme": "token-for-acme", "globex": "token-for-globex"}
-    tenants = os.path.join(workdir, "tenants.toml")
+TOKENS = {"acme": "token-for-acme", "globex": "token-for-globex"}
+
+
+def start_serve(crm_host, workdir, name, policies=None, env=None):
+    """`crm-host serve` for TOKENS' tenants (each with its [tenants.policy] lines from
+    `policies`), with its own data and results folders: the process and its URL."""
+    tenants = os.path.join(workdir, f"{name}.toml")
     with open(tenants, "w") as f:
-        for tenant in tokens:
+        for tenant in TOKENS:
             f.write(f'[[tenants]]\nid = "{tenant}"\n')
-        for tenant, token in tokens.items():
+            if policies and tenant in policies:
+                f.write(f"[tenants.policy]\n{policies[tenant]}\n")
+        for tenant, token in TOKENS.items():
             digest = hashlib.sha256(token.encode()).hexdigest()
             f.write(f'[[tokens]]\nsha256 = "{digest}"\ntenant = "{tenant}"\nuser = "{tenant}-user"\n')
     server = subprocess.Popen(
         [crm_host, "serve", "--answers", "structured", "--listen", "127.0.0.1:0", "--tenants", tenants,
-         "--data-dir", os.path.join(workdir, "http-data"),
-         "--results-dir", os.path.join(workdir, "http-results")],
-        stdout=subprocess.PIPE, env=dict(os.environ, CRM_FILE_THRESHOLD_RECORDS="1"), text=True)
+         "--data-dir", os.path.join(workdir, f"{name}-data"),
+         "--results-dir", os.path.join(workdir, f"{name}-results")],
+        stdout=subprocess.PIPE, env=dict(os.environ, **(env or {})), text=True)
+    return server, json.loads(server.stdout.readline())["listening"]
+
+
+async def over_http(crm_host, workdir):
+    tokens = TOKENS
+    server, url = start_serve(crm_host, workdir, "http", env={"CRM_FILE_THRESHOLD_RECORDS": "1"})
     try:
-        url = json.loads(server.stdout.readline())["listening"]
         async with httpx2.AsyncClient() as raw:
             refused = await raw.post(url, json={})
             check(refused.status_code == 401, f"no token: {refused.status_code}")
@@ -221,20 +232,8 @@ async def over_http(crm_host, workdir):
 async def each_tenant_its_own_confirmation(crm_host, workdir):
     """One `serve`, two tenants: acme's person confirms each write (confirm_writes = "user"),
     globex's assistant confirms with a preview's token (confirm_writes = true)."""
-    tokens = {"acme": "token-for-acme", "globex": "token-for-globex"}
     policies = {"acme": 'confirm_writes = "user"', "globex": "confirm_writes = true"}
-    tenants = os.path.join(workdir, "per-tenant-confirm.toml")
-    with open(tenants, "w") as f:
-        for tenant in tokens:
-            f.write(f'[[tenants]]\nid = "{tenant}"\n[tenants.policy]\n{policies[tenant]}\n')
-        for tenant, token in tokens.items():
-            digest = hashlib.sha256(token.encode()).hexdigest()
-            f.write(f'[[tokens]]\nsha256 = "{digest}"\ntenant = "{tenant}"\nuser = "{tenant}-user"\n')
-    server = subprocess.Popen(
-        [crm_host, "serve", "--answers", "structured", "--listen", "127.0.0.1:0", "--tenants", tenants,
-         "--data-dir", os.path.join(workdir, "per-tenant-data"),
-         "--results-dir", os.path.join(workdir, "per-tenant-results")],
-        stdout=subprocess.PIPE, text=True)
+    server, url = start_serve(crm_host, workdir, "per-tenant-confirm", policies)
     asked = []
 
     async def person(context, params):
@@ -274,9 +273,8 @@ async def each_tenant_its_own_confirmation(crm_host, workdir):
         check(len(asked) == 1, f"globex never asks the person: {asked}")
 
     try:
-        url = json.loads(server.stdout.readline())["listening"]
-        await session_for(url, tokens["acme"], acme)
-        await session_for(url, tokens["globex"], globex)
+        await session_for(url, TOKENS["acme"], acme)
+        await session_for(url, TOKENS["globex"], globex)
     finally:
         server.terminate()
         server.wait(timeout=10)
