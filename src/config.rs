@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 use url::Url;
 
-/// Environment variable names, documented in host-test/README.md.
+/// Environment variable names, documented in docs/contributors.md ("Embedding the component").
 pub mod keys {
     /// The broker's base URL (https; plain http only on loopback). Required.
     pub const PROXY_BASE: &str = "CRM_PROXY_BASE";

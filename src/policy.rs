@@ -6,7 +6,7 @@ use crate::crmb::compound;
 use crate::error::{ConfigError, Crm, ToolError};
 use crate::governance::target::{WriteKind, WriteTarget};
 
-/// The settings, documented in host-test/README.md.
+/// The settings, documented in docs/governed-writes.md (the policy table).
 pub mod keys {
     /// `true` makes the whole workspace read-only.
     pub const READ_ONLY: &str = "CRM_POLICY_READ_ONLY";

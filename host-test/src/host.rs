@@ -51,7 +51,8 @@ pub struct TenantSpec {
     pub proxy_base: Url,
     pub credential: Credential,
     /// Non-secret settings served to the component by `wasi:config/store` (`CRM_*`, documented
-    /// in host-test/README.md). `CRM_PROXY_BASE` is always taken from `proxy_base`.
+    /// in docs/contributors.md, "Embedding the component"). `CRM_PROXY_BASE` is always taken
+    /// from `proxy_base`.
     pub settings: Vec<(String, String)>,
     /// A directory only this tenant's calls may write, for large query results (JSON Lines),
     /// through `result-files`; `None` keeps every result inline.

@@ -343,7 +343,7 @@ impl Policy {
         })
     }
 
-    /// The policy as a Markdown table, endpoint by endpoint (host-test/README.md shows it).
+    /// The policy as a Markdown table, endpoint by endpoint (docs/security.md shows it).
     pub fn markdown_table(&self) -> String {
         let mut table = String::from(
             "| CRM | Method | Path (under the integration's root) | Query | Body | Tools |\n\

@@ -417,13 +417,3 @@ fn roots_follow_the_tenants_settings_and_proxy_base() {
         Err(Refusal::OtherIntegration)
     );
 }
-
-#[test]
-fn the_readme_table_is_the_shipped_policy() {
-    let readme = include_str!("../../README.md");
-    assert!(
-        readme.contains(&shipped().markdown_table()),
-        "regenerate the README's egress table:\n{}",
-        shipped().markdown_table()
-    );
-}

@@ -124,8 +124,8 @@ pub struct TenantEntry {
     pub policy: PolicyEntry,
 }
 
-/// A tenant's `[tenants.policy]` table: each key is one `CRM_POLICY_*` setting (host-test/README.md,
-/// "Governed writes"). The model can change none of it.
+/// A tenant's `[tenants.policy]` table: each key is one `CRM_POLICY_*` setting
+/// (docs/governed-writes.md, the policy table). The model can change none of it.
 #[derive(Debug, Clone, PartialEq, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyEntry {
