@@ -4,8 +4,9 @@
 //! with the same first sentences; `docs/tools.md`'s table names each of the component's tools
 //! once; and every "N tools" in the READMEs and `docs/` is the real count. The other tables
 //! in `docs/` that list things the code defines are checked against it: the egress table
-//! (generated from the shipped policy), the component's settings, the policy settings and
-//! `serve`'s limits. And the documents stay short and their links resolve: every file in
+//! (generated from the shipped policy), the component's settings and their defaults, the
+//! policy settings (each also a `[tenants.policy]` key) and `serve`'s limits (flag, variable
+//! and default). And the documents stay short and their links resolve: every file in
 //! `docs/` under 400 lines, the top-level README under 200, every relative link (and its
 //! `#anchor`) pointing at a file and heading that exist.
 
@@ -467,6 +468,70 @@ fn the_settings_table_is_every_setting_the_component_reads() {
 }
 
 #[test]
+fn the_settings_tables_defaults_are_the_components() {
+    use crm_plugin::config::{Config, DEFAULT_CRM_B_API_VERSION, keys};
+    let base = ("CRM_PROXY_BASE", "https://broker.example.com");
+    let Ok(config) = Config::from_vars([base, (keys::CRM_A_PORTAL_ID, "1")]) else {
+        panic!("the default configuration is accepted");
+    };
+    let portal = config
+        .hubspot_portal
+        .as_ref()
+        .expect("a portal id was given");
+    let limits = &config.limits;
+    let results = &config.results;
+    let expected: Vec<(&str, String)> = vec![
+        (keys::CRM_A_INTEGRATION, config.crm_a_integration.clone()),
+        (keys::CRM_A_UI_DOMAIN, portal.ui_domain.clone()),
+        (keys::CRM_B_INTEGRATION, config.crm_b_integration.clone()),
+        (
+            keys::CRM_B_API_VERSION,
+            DEFAULT_CRM_B_API_VERSION.to_string(),
+        ),
+        (
+            keys::HTTP_TIMEOUT_MS,
+            limits.http_timeout.as_millis().to_string(),
+        ),
+        (
+            keys::MAX_RESPONSE_BYTES,
+            limits.max_response_bytes.to_string(),
+        ),
+        (keys::READ_ATTEMPTS, limits.read_attempts.to_string()),
+        (
+            keys::RETRY_BASE_MS,
+            limits.retry_base.as_millis().to_string(),
+        ),
+        (
+            keys::MAX_RETRY_WAIT_MS,
+            limits.max_retry_wait.as_millis().to_string(),
+        ),
+        (keys::INLINE_MAX_BYTES, results.inline_max_bytes.to_string()),
+        (
+            keys::FILE_THRESHOLD_RECORDS,
+            results.file_threshold_records.to_string(),
+        ),
+        (keys::FILE_MAX_RECORDS, results.file_max_records.to_string()),
+    ];
+    assert!(
+        config.crm_a_api_base.is_empty(),
+        "CRM_A_API_BASE's default is empty"
+    );
+    let text = read("docs/contributors.md");
+    let rows = table_after(&text, "| variable | meaning | default |");
+    for (name, default) in expected {
+        let row = rows
+            .iter()
+            .find(|row| row[0] == format!("`{name}`"))
+            .unwrap_or_else(|| panic!("docs/contributors.md's settings table has no {name}"));
+        assert_eq!(
+            row[2],
+            format!("`{default}`"),
+            "docs/contributors.md's settings table gives {name} a default the component does not"
+        );
+    }
+}
+
+#[test]
 fn the_policy_table_is_every_policy_setting() {
     let text = read("docs/governed-writes.md");
     let mut documented = Vec::new();
@@ -504,7 +569,7 @@ fn the_policy_table_is_every_policy_setting() {
 }
 
 #[test]
-fn the_limits_table_names_serves_real_flags() {
+fn the_limits_table_names_serves_real_flags_and_defaults() {
     let text = read("docs/operators.md");
     let serve = read("host-test/src/cli/serve.rs");
     let rows = table_after(
@@ -527,11 +592,13 @@ fn the_limits_table_names_serves_real_flags() {
             let at = serve
                 .find(&arg)
                 .unwrap_or_else(|| panic!("serve has no flag reading {env}"));
-            let field = serve[at..]
+            let field_line = serve[at..]
                 .lines()
                 .map(str::trim)
                 .find(|line| !line.starts_with("#[") && line.ends_with(',') && line.contains(": "))
-                .and_then(|line| line.split_once(':'))
+                .unwrap();
+            let field = field_line
+                .split_once(':')
                 .map(|(name, _)| name.trim_start_matches("pub ").to_string())
                 .unwrap();
             assert_eq!(
@@ -540,8 +607,48 @@ fn the_limits_table_names_serves_real_flags() {
                 "the limits table names --{flag} with {env}, but serve reads {env} as --{}",
                 field.replace('_', "-")
             );
+            // The default column gives each flag's default, in the same order.
+            let arg_text = &serve[at..serve[at..].find(field_line).map_or(at, |end| at + end)];
+            let default = arg_text
+                .split_once("default_value_t = ")
+                .map(|(_, rest)| {
+                    rest.split(|c: char| c == ')' || c == ',' || c.is_whitespace())
+                        .next()
+                        .unwrap()
+                })
+                .unwrap_or_else(|| panic!("--{flag} has no default_value_t in serve"));
+            let default = resolve_constant(default);
+            let documented = numbers(&row[1]);
+            assert_eq!(
+                documented.get(pairs).copied(),
+                Some(default),
+                "the limits table's default for --{flag} is not serve's ({default})"
+            );
             pairs += 1;
         }
         assert!(pairs > 0, "a limits row names no flag: {cell}");
     }
+}
+
+/// The whole numbers in a text, in order.
+fn numbers(text: &str) -> Vec<u64> {
+    text.split(|c: char| !c.is_ascii_digit())
+        .filter(|part| !part.is_empty())
+        .map(|part| part.parse().unwrap())
+        .collect()
+}
+
+/// A default as written in `#[arg(default_value_t = ...)]`: a number, or the name of a
+/// `pub const NAME: usize = N;` in `host-test/src/mcp/http/limits.rs`.
+fn resolve_constant(value: &str) -> u64 {
+    if let Ok(number) = value.trim_end_matches(".0").parse() {
+        return number;
+    }
+    let limits = read("host-test/src/mcp/http/limits.rs");
+    let declaration = format!("pub const {value}: usize = ");
+    limits
+        .split_once(&declaration)
+        .and_then(|(_, rest)| rest.split_once(';'))
+        .and_then(|(number, _)| number.trim().replace('_', "").parse().ok())
+        .unwrap_or_else(|| panic!("{value} is not a number or a constant of limits.rs"))
 }
