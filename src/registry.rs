@@ -94,6 +94,8 @@ pub fn call_tool(name: &str, input: &str, session: &mut Session<'_>) -> Result<S
 mod egress_agreement;
 #[cfg(test)]
 mod governed_targets;
+#[cfg(test)]
+mod listing;
 
 #[cfg(test)]
 mod tests {

@@ -414,9 +414,13 @@ impl Host {
             CallOptions::default(),
         )?;
         let plugin_error = |e: wasmtime::Error| CallError::Plugin(format!("{e:#}"));
-        let instance = entry
+        let pre = entry
             .plugin
-            .pre
+            .code
+            .pre()
+            .await
+            .map_err(|e| CallError::Plugin(e.to_string()))?;
+        let instance = pre
             .instantiate_async(&mut store)
             .await
             .map_err(plugin_error)?;
@@ -545,7 +549,8 @@ impl Host {
             instance_url: request.instance_url.clone(),
         };
         let call = async {
-            let instance = entry.plugin.pre.instantiate_async(&mut store).await?;
+            let pre = entry.plugin.code.pre().await?;
+            let instance = pre.instantiate_async(&mut store).await?;
             instance
                 .crm_plugin_tools()
                 .call_call_tool(&mut store, &ctx, &request.tool, &request.input)

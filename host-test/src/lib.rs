@@ -22,6 +22,7 @@ pub mod governance;
 pub mod hooks;
 pub mod host;
 mod journal;
+pub mod listing;
 mod mapping_store;
 pub mod mcp;
 pub mod metrics;

@@ -4,8 +4,8 @@
 //! component is compiled once and pre-instantiated ([`PluginVersion`]); each call then gets a
 //! fresh [`Store`] with a memory limit and an epoch deadline, so calls share nothing.
 
+use crate::bindings::PluginPre;
 use crate::bindings::crm::plugin::{change_journal, mapping_store, result_files};
-use crate::bindings::{PluginPre, ToolMetadata, ToolSpec};
 use crate::cache::{CacheOutcome, ComponentCache};
 use crate::connections::Connections;
 use crate::egress::{Crm, Policy};
@@ -13,6 +13,7 @@ use crate::files::{FilesView, ResultFiles, ResultsDir};
 use crate::governance::HostPolicy;
 use crate::hooks::BrokerHooks;
 use crate::journal::{ChangeJournal, JournalView};
+pub use crate::listing::ToolListing;
 use crate::mapping_store::{MappingStore, MappingStoreView};
 use crate::progress::{CallProgress, Progress, ProgressSink};
 use crate::refusal::Egress;
@@ -21,6 +22,7 @@ use crate::tenant_db::journal::CallIdentity;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
+use tokio::sync::watch;
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{
     Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter,
@@ -232,44 +234,10 @@ impl WasiHttpView for CallState {
     }
 }
 
-/// What a component version lists: its tool specs and their metadata.
-#[derive(Debug)]
-pub struct ToolListing {
-    pub specs: Vec<ToolSpec>,
-    pub metadata: Vec<ToolMetadata>,
-    /// Per spec, whether it is a governed write: one that takes a preview's
-    /// `confirmation_token`. Read from the input schemas once, not on every call.
-    governed_writes: Vec<bool>,
-}
-
-impl ToolListing {
-    pub fn new(specs: Vec<ToolSpec>, metadata: Vec<ToolMetadata>) -> Self {
-        let governed_writes = specs
-            .iter()
-            .map(|spec| {
-                !spec.read_only
-                    && serde_json::from_str::<serde_json::Value>(&spec.input_schema).is_ok_and(
-                        |schema| schema["properties"].get("confirmation_token").is_some(),
-                    )
-            })
-            .collect();
-        ToolListing {
-            specs,
-            metadata,
-            governed_writes,
-        }
-    }
-
-    /// The spec of the tool `name`, and whether it is a governed write.
-    pub fn tool(&self, name: &str) -> Option<(&ToolSpec, bool)> {
-        let at = self.specs.iter().position(|spec| spec.name == name)?;
-        Some((&self.specs[at], self.governed_writes[at]))
-    }
-}
-
-/// A compiled, pre-instantiated component version.
+/// A component version: its listing and egress policy, read from its bytes at once, and its
+/// code, compiled and pre-instantiated (at once, or on another thread while the host serves).
 pub struct PluginVersion {
-    pub(crate) pre: PluginPre<CallState>,
+    pub(crate) code: Code,
     /// Size of the component in bytes.
     pub size: usize,
     /// A short fingerprint of the component's bytes, written to the audit trail so every call
@@ -277,11 +245,56 @@ pub struct PluginVersion {
     pub label: String,
     /// The SHA-256 of the component's bytes (hex): how a fleet's store names the version.
     pub sha256: String,
-    /// The version's tool specs and metadata, read once: `list-tools` takes no input, so
-    /// they are the same for every tenant and call.
+    /// The version's tool specs and metadata: from the component's listing section when it
+    /// carries one, else read once by running it (`list-tools` takes no input, so they are the
+    /// same for every tenant and call).
     pub(crate) tools: std::sync::OnceLock<Arc<ToolListing>>,
     /// The egress policy the component carries, vetted when it was loaded.
     pub policy: Arc<Policy>,
+}
+
+impl PluginVersion {
+    /// Whether the code is compiled (or failed to compile), so a call would not wait for it.
+    pub fn code_ready(&self) -> bool {
+        self.code.0.borrow().is_some()
+    }
+
+    /// Waits until the code is compiled; says why when it cannot be.
+    pub async fn compiled(&self) -> Result<(), CodeUnavailable> {
+        self.code.pre().await.map(drop)
+    }
+}
+
+/// What a compile thread hands over: the pre-instantiated code, or why there is none.
+type Compiled = Option<Result<PluginPre<CallState>, Arc<str>>>;
+
+/// A version's compiled code, or the promise of it.
+#[derive(Clone)]
+pub(crate) struct Code(watch::Receiver<Compiled>);
+
+/// Why a version's code cannot run.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("the component could not be compiled: {0}")]
+pub struct CodeUnavailable(Arc<str>);
+
+impl Code {
+    fn ready(pre: PluginPre<CallState>) -> Self {
+        Code(watch::channel(Some(Ok(pre))).1)
+    }
+
+    /// The pre-instantiated component, once the compile has finished.
+    pub(crate) async fn pre(&self) -> Result<PluginPre<CallState>, CodeUnavailable> {
+        let mut ready = self.0.clone();
+        let compiled = ready
+            .wait_for(Option::is_some)
+            .await
+            .map_err(|_| CodeUnavailable("the compile stopped without an answer".into()))?;
+        match &*compiled {
+            Some(Ok(pre)) => Ok(pre.clone()),
+            Some(Err(why)) => Err(CodeUnavailable(why.clone())),
+            None => unreachable!("waited for Some"),
+        }
+    }
 }
 
 /// A compiled version and the bytes it came from.
@@ -294,6 +307,9 @@ pub struct Runtime {
     limits: HostLimits,
     /// Compiled versions by their bytes, so the same component is compiled once.
     loaded: Mutex<Vec<LoadedVersion>>,
+    /// Where compiled components are kept between runs, when the host has one: every load
+    /// (the start, a swap, a fleet peer's swap) goes through it.
+    cache: Option<ComponentCache>,
     stop_ticker: Arc<AtomicBool>,
 }
 
@@ -352,8 +368,20 @@ impl Runtime {
             linker,
             limits,
             loaded: Mutex::default(),
+            cache: None,
             stop_ticker,
         })
+    }
+
+    /// The runtime taking compiled components from `cache` (and storing them there).
+    pub fn with_cache(mut self, cache: Option<ComponentCache>) -> Self {
+        self.cache = cache;
+        self
+    }
+
+    /// The compiled-component cache every load goes through, if the host has one.
+    pub fn cache(&self) -> Option<&ComponentCache> {
+        self.cache.as_ref()
     }
 
     pub fn engine(&self) -> &Engine {
@@ -364,12 +392,15 @@ impl Runtime {
         self.limits
     }
 
-    /// Compiles and pre-instantiates a component, or returns the version already loaded from
-    /// the same bytes.
+    /// Compiles and pre-instantiates a component (or takes it from the runtime's cache), or
+    /// returns the version already loaded from the same bytes.
     pub fn load(&self, wasm: &[u8]) -> wasmtime::Result<Arc<PluginVersion>> {
-        self.load_with(wasm, |engine| {
-            Ok((Component::new(engine, wasm)?, CacheOutcome::Compiled))
-        })
+        match &self.cache {
+            Some(cache) => self.load_cached(wasm, cache),
+            None => self.load_with(wasm, |engine| {
+                Ok((Component::new(engine, wasm)?, CacheOutcome::Compiled))
+            }),
+        }
         .map(|(version, _)| version)
     }
 
@@ -389,29 +420,65 @@ impl Runtime {
         compile: impl FnOnce(&Engine) -> wasmtime::Result<(Component, CacheOutcome)>,
     ) -> wasmtime::Result<(Arc<PluginVersion>, CacheOutcome)> {
         let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
-        loaded.retain(|(_, version)| version.strong_count() > 0);
-        if let Some(version) = loaded
-            .iter()
-            .find(|(bytes, _)| **bytes == *wasm)
-            .and_then(|(_, v)| v.upgrade())
-        {
+        if let Some(version) = already_loaded(&mut loaded, wasm) {
             return Ok((version, CacheOutcome::AlreadyLoaded));
         }
-        // A component without an acceptable egress policy is never compiled, let alone run.
-        let policy =
-            Policy::from_component(wasm).map_err(|e| wasmtime::format_err!("refused: {e}"))?;
+        let (policy, listing) = read_declarations(wasm)?;
         let (component, outcome) = compile(&self.engine)?;
         let pre = PluginPre::new(self.linker.instantiate_pre(&component)?)?;
-        let version = Arc::new(PluginVersion {
-            pre,
-            size: wasm.len(),
-            label: fingerprint(wasm),
-            sha256: crate::tenant_db::journal::sha256_hex(wasm),
-            tools: std::sync::OnceLock::new(),
-            policy: Arc::new(policy),
-        });
+        let version = new_version(wasm, Code::ready(pre), policy, listing);
         loaded.push((wasm.into(), Arc::downgrade(&version)));
         Ok((version, outcome))
+    }
+
+    /// As [`Runtime::load`], but returns as soon as the component's egress policy and tool
+    /// listing are read: the code is taken from the cache or compiled on another thread, and a
+    /// call waits for it. So a client's `initialize`
+    /// and `tools/list` never wait on the compiler. A component that fails to compile fails
+    /// each call with the reason (and it is logged).
+    pub fn load_in_background(&self, wasm: Arc<[u8]>) -> wasmtime::Result<Arc<PluginVersion>> {
+        let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(version) = already_loaded(&mut loaded, &wasm) {
+            return Ok(version);
+        }
+        let (policy, listing) = read_declarations(&wasm)?;
+        let (done, code) = watch::channel(None);
+        let version = new_version(&wasm, Code(code), policy, listing);
+        loaded.push((wasm.clone(), Arc::downgrade(&version)));
+        let engine = self.engine.clone();
+        let linker = self.linker.clone();
+        let cache = self.cache.clone();
+        std::thread::Builder::new()
+            .name("compile".into())
+            .spawn(move || {
+                let started = std::time::Instant::now();
+                let compiled = match &cache {
+                    Some(cache) => cache.component(&engine, &wasm),
+                    None => Component::new(&engine, &wasm).map(|c| (c, CacheOutcome::Compiled)),
+                }
+                .and_then(|(component, outcome)| {
+                    Ok((
+                        PluginPre::new(linker.instantiate_pre(&component)?)?,
+                        outcome,
+                    ))
+                });
+                let compiled = match compiled {
+                    Ok((pre, outcome)) => {
+                        tracing::info!(
+                            "component ready in {} ms ({outcome:?})",
+                            started.elapsed().as_millis()
+                        );
+                        Ok(pre)
+                    }
+                    Err(err) => {
+                        tracing::error!("the component could not be compiled: {err:#}");
+                        Err(Arc::from(format!("{err:#}")))
+                    }
+                };
+                let _ = done.send(Some(compiled));
+            })
+            .map_err(|e| wasmtime::format_err!("starting the compile thread: {e}"))?;
+        Ok(version)
     }
 
     /// A fresh store for one call, limited in memory and time.
@@ -515,6 +582,44 @@ fn plugin_linker(engine: &Engine) -> wasmtime::Result<Linker<CallState>> {
         &s.hooks.refusals
     })?;
     Ok(linker)
+}
+
+/// The version already loaded from the same bytes, if one is still in use.
+fn already_loaded(loaded: &mut Vec<LoadedVersion>, wasm: &[u8]) -> Option<Arc<PluginVersion>> {
+    loaded.retain(|(_, version)| version.strong_count() > 0);
+    loaded
+        .iter()
+        .find(|(bytes, _)| **bytes == *wasm)
+        .and_then(|(_, v)| v.upgrade())
+}
+
+/// What a component declares as data, read without compiling it: its egress policy (a
+/// component without an acceptable one is never compiled, let alone run) and its tool listing.
+fn read_declarations(wasm: &[u8]) -> wasmtime::Result<(Policy, Option<ToolListing>)> {
+    let policy = Policy::from_component(wasm).map_err(|e| wasmtime::format_err!("refused: {e}"))?;
+    let listing =
+        ToolListing::from_component(wasm).map_err(|e| wasmtime::format_err!("refused: {e}"))?;
+    Ok((policy, listing))
+}
+
+fn new_version(
+    wasm: &[u8],
+    code: Code,
+    policy: Policy,
+    listing: Option<ToolListing>,
+) -> Arc<PluginVersion> {
+    let tools = std::sync::OnceLock::new();
+    if let Some(listing) = listing {
+        let _ = tools.set(Arc::new(listing));
+    }
+    Arc::new(PluginVersion {
+        code,
+        size: wasm.len(),
+        label: fingerprint(wasm),
+        sha256: crate::tenant_db::journal::sha256_hex(wasm),
+        tools,
+        policy: Arc::new(policy),
+    })
 }
 
 /// FNV-1a over the bytes: an identifier for audit lines, not a security measure.

@@ -33,6 +33,16 @@ const EGRESS_POLICY: &[u8] = include_bytes!("../egress-policy.toml");
 #[unsafe(link_section = "crm-plugin:egress-policy")]
 static EGRESS_POLICY_SECTION: [u8; EGRESS_POLICY.len()] = *include_bytes!("../egress-policy.toml");
 
+/// The tool listing (`src/schema/listing.json`, deflated by `build.rs`): what `list-tools` and
+/// `list-tool-metadata` return, as a custom section the host reads to list the tools before it
+/// has compiled this code. A unit test keeps the JSON equal to the exports.
+const TOOL_LISTING: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/tool-listing.deflate"));
+
+#[used]
+#[unsafe(link_section = "crm-plugin:tool-listing")]
+static TOOL_LISTING_SECTION: [u8; TOOL_LISTING.len()] =
+    *include_bytes!(concat!(env!("OUT_DIR"), "/tool-listing.deflate"));
+
 struct Plugin;
 
 impl wit::Guest for Plugin {

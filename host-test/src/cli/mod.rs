@@ -24,7 +24,7 @@ mod store;
 /// `crm-host tenants import|swap|status`.
 mod tenants;
 
-use component::load_component;
+use component::{CodeNeeded, load_component};
 use failure::{one_line, refuse_arguments, tell_the_client};
 use sandbox::serve_sandbox;
 use serve::{ServeCommand, ServeLimits, serve_http};
@@ -92,6 +92,10 @@ enum Command {
         /// The tool's input, a JSON object.
         input: String,
     },
+    /// Compile the component into the compiled-component cache, so no client's first call
+    /// waits on the compiler (an install step: run it after installing or updating). Prints
+    /// the cache entry and how long the compile took.
+    Precompile,
     /// Serve the tools to an MCP client over stdio (one tenant and user per process). Stdout
     /// carries only protocol messages; logs and `--audit -` go to stderr.
     Mcp,
@@ -315,10 +319,14 @@ async fn run(
         )?);
         return Ok(ExitCode::SUCCESS);
     }
+    if let Command::Precompile = command {
+        print_json(&component::precompile(&options)?);
+        return Ok(ExitCode::SUCCESS);
+    }
     let stores = store::Store::open(&options.store, &options.data_dir)?;
     if let Command::Tenants { action } = &command {
         // Only a swap compiles (to check the component loads); an import stores a document.
-        let runtime = || load_component(&options).map(|(runtime, _)| runtime);
+        let runtime = || load_component(&options, CodeNeeded::Now).map(|(runtime, _)| runtime);
         print_json(&tenants::run(&stores, runtime, action)?);
         return Ok(ExitCode::SUCCESS);
     }
@@ -351,7 +359,13 @@ async fn run(
         return serve_sandbox(built_in, *listen, cert_out.clone()).await;
     }
     let audit = audit_log(&options)?;
-    let (runtime, plugin) = load_component(&options)?;
+    // Listing the tools needs no code (the MCP server lists them while the code compiles);
+    // the other commands call a tool at once.
+    let needed = match command {
+        Command::Mcp | Command::Tools => CodeNeeded::ByFirstCall,
+        _ => CodeNeeded::Now,
+    };
+    let (runtime, plugin) = load_component(&options, needed)?;
 
     let results_dir = match &options.results_dir {
         Some(dir) => dir.clone(),
@@ -467,6 +481,7 @@ async fn run(
         | Command::Connection { .. }
         | Command::Store { .. }
         | Command::Tenants { .. }
+        | Command::Precompile
         | Command::Sandbox { .. } => {
             unreachable!("handled above")
         }
@@ -478,7 +493,10 @@ async fn run(
 fn needs_data_dir(options: &Options, command: &Command) -> bool {
     match command {
         // `store import-sqlite` reads a store that is there already; the others keep nothing.
-        Command::Sandbox { .. } | Command::Tenants { .. } | Command::Store { .. } => false,
+        Command::Sandbox { .. }
+        | Command::Tenants { .. }
+        | Command::Store { .. }
+        | Command::Precompile => false,
         _ => !store::is_postgres(&options.store) || options.results_dir.is_none(),
     }
 }

@@ -3,7 +3,8 @@
 
 use super::registry::Tenants;
 use super::{
-    BuiltInCrm, NO_BUILT_IN_CRM, Options, audit_log, load_component, network_backend, stop_signal,
+    BuiltInCrm, CodeNeeded, NO_BUILT_IN_CRM, Options, audit_log, load_component, network_backend,
+    stop_signal,
 };
 use crate::Host;
 use crate::backend::Backend;
@@ -176,7 +177,7 @@ pub(super) async fn serve_http(
                 .into());
         }
     };
-    let (runtime, plugin) = load_component(options)?;
+    let (runtime, plugin) = load_component(options, CodeNeeded::ByFirstCall)?;
     let on_broker = file
         .tenants
         .iter()

@@ -32,7 +32,7 @@ pub(crate) fn cache_home() -> &'static Path {
             .env("XDG_CACHE_HOME", &home)
             .arg("--data-dir")
             .arg(&data)
-            .arg("tools")
+            .arg("precompile")
             .output()
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);

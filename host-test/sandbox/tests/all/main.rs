@@ -21,6 +21,7 @@ mod fleet_serve;
 mod governance;
 mod holding;
 mod http_server;
+mod listing;
 mod lockout;
 mod masking;
 mod mcp;

@@ -194,32 +194,47 @@ fn cache_entries(dir: &Path) -> Vec<std::path::PathBuf> {
         .collect()
 }
 
-/// `crm-sandbox --data-dir <dir>/<data> --cache-dir <cache> [extra] tools`: the tools it
-/// lists; it must say nothing about the cache (a refused, rejected or rewritten entry is a
-/// warning, a hit or a first compile is silent).
-fn tools_listed(dir: &Path, data: &str, cache: &Path, extra: &[&str]) -> Value {
+/// `crm-sandbox --data-dir <dir>/<data> --cache-dir <cache> [extra] <command>`: its JSON
+/// answer and what it said on stderr.
+fn run_json(
+    dir: &Path,
+    data: &str,
+    cache: &Path,
+    extra: &[&str],
+    command: &str,
+) -> (Value, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_crm-sandbox"))
         .arg("--data-dir")
         .arg(dir.join(data))
         .arg("--cache-dir")
         .arg(cache)
         .args(extra)
-        .arg("tools")
+        .arg(command)
         .output()
         .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(out.status.success(), "{stderr}");
+    (
+        serde_json::from_slice::<Value>(&out.stdout).unwrap(),
+        stderr,
+    )
+}
+
+/// `precompile`: how it went; it must say nothing about the cache (a refused, rejected or
+/// rewritten entry is a warning, a hit or a first compile is silent).
+fn precompiled(dir: &Path, data: &str, cache: &Path) -> String {
+    let (answer, stderr) = run_json(dir, data, cache, &[], "precompile");
     assert!(!stderr.contains("compiled-component cache"), "{stderr}");
-    serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    answer["outcome"].as_str().unwrap().to_string()
 }
 
 #[cfg(unix)]
 #[test]
-fn the_cli_caches_the_compiled_component_for_every_host_and_survives_a_corrupt_entry() {
+fn precompiling_fills_the_cache_every_host_reads_and_survives_a_corrupt_entry() {
     use std::os::unix::fs::MetadataExt;
     let dir = temp_dir("cli-cache");
     let cache = dir.join("cache");
-    let cold = tools_listed(&dir, "host-a", &cache, &[]);
+    assert_eq!(precompiled(&dir, "host-a", &cache), "compiled");
     let entries = cache_entries(&cache);
     assert_eq!(entries.len(), 1, "{entries:?}");
     let entry = &entries[0];
@@ -227,8 +242,7 @@ fn the_cli_caches_the_compiled_component_for_every_host_and_survives_a_corrupt_e
 
     // Another host, with a data directory of its own, reads that entry: an entry is only
     // ever replaced by renaming a new file over it, so the same inode is the same entry.
-    let warm = tools_listed(&dir, "host-b", &cache, &[]);
-    assert_eq!(warm, cold, "the warm start lists the same tools");
+    assert_eq!(precompiled(&dir, "host-b", &cache), "already compiled");
     assert_eq!(cache_entries(&cache), entries);
     let read = std::fs::metadata(entry).unwrap();
     assert_eq!((read.dev(), read.ino()), (compiled.dev(), compiled.ino()));
@@ -238,22 +252,19 @@ fn the_cli_caches_the_compiled_component_for_every_host_and_survives_a_corrupt_e
     );
 
     std::fs::write(entry, b"not a compiled component").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_crm-sandbox"))
-        .arg("--data-dir")
-        .arg(dir.join("host-a"))
-        .arg("--cache-dir")
-        .arg(&cache)
-        .arg("tools")
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let warned = String::from_utf8_lossy(&out.stderr);
+    let (answer, warned) = run_json(&dir, "host-a", &cache, &[], "precompile");
     assert!(warned.contains("compiling afresh"), "{warned}");
-    assert_eq!(serde_json::from_slice::<Value>(&out.stdout).unwrap(), cold);
+    assert_eq!(answer["outcome"], "compiled, replacing an unusable entry");
     assert!(std::fs::read(entry).unwrap().len() > 1000, "and replaced");
 
+    // Listing the tools needs no compiled code, with or without the cache.
     std::fs::remove_dir_all(&cache).unwrap();
-    assert_eq!(tools_listed(&dir, "host-a", &cache, &["--no-cache"]), cold);
+    let (listed, _) = run_json(&dir, "host-a", &cache, &["--no-cache"], "tools");
+    let carried = crm_host::listing::ToolListing::from_component(&plugin_bytes()).unwrap();
+    assert_eq!(
+        listed.as_array().unwrap().len(),
+        carried.unwrap().specs.len()
+    );
     assert!(!cache.exists(), "--no-cache writes nothing");
     let _ = std::fs::remove_dir_all(&dir);
 }
