@@ -59,6 +59,14 @@ pub enum CacheOutcome {
     Replaced(String),
 }
 
+/// What a cache holds for a component.
+enum Lookup {
+    Hit(Component),
+    Missing,
+    /// An entry that cannot be used, and why.
+    Unusable(String),
+}
+
 /// Why an entry was not used.
 #[derive(Debug, thiserror::Error)]
 enum EntryError {
@@ -118,31 +126,55 @@ impl ComponentCache {
         engine: &Engine,
         wasm: &[u8],
     ) -> wasmtime::Result<(Component, CacheOutcome)> {
+        let outcome = match self.lookup(engine, wasm) {
+            Lookup::Hit(component) => return Ok((component, CacheOutcome::Hit)),
+            Lookup::Missing => CacheOutcome::Compiled,
+            Lookup::Unusable(why) => CacheOutcome::Replaced(why),
+        };
+        Ok((self.compile_and_store(engine, wasm)?, outcome))
+    }
+
+    /// The component from its entry, when a valid one is there; nothing is compiled.
+    pub fn cached(&self, engine: &Engine, wasm: &[u8]) -> Option<Component> {
+        match self.lookup(engine, wasm) {
+            Lookup::Hit(component) => Some(component),
+            Lookup::Missing | Lookup::Unusable(_) => None,
+        }
+    }
+
+    /// What the entry for `wasm` holds; an unusable one is a warning.
+    fn lookup(&self, engine: &Engine, wasm: &[u8]) -> Lookup {
         let name = key(engine, wasm);
         let path = self.entry_path(engine, wasm);
-        let outcome = match std::fs::read(&path) {
+        match std::fs::read(&path) {
             Ok(entry) => match load_entry(engine, &self.key, &name, &entry) {
                 Ok(component) => {
                     touch(&path);
-                    return Ok((component, CacheOutcome::Hit));
+                    Lookup::Hit(component)
                 }
                 Err(err) => {
                     tracing::warn!(
                         "compiled-component cache: {}: {err}; compiling afresh",
                         path.display()
                     );
-                    CacheOutcome::Replaced(err.to_string())
+                    Lookup::Unusable(err.to_string())
                 }
             },
-            Err(err) if err.kind() == std::io::ErrorKind::NotFound => CacheOutcome::Compiled,
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => Lookup::Missing,
             Err(err) => {
                 tracing::warn!(
                     "compiled-component cache: reading {}: {err}",
                     path.display()
                 );
-                CacheOutcome::Compiled
+                Lookup::Missing
             }
-        };
+        }
+    }
+
+    /// Compiles `wasm` and stores the result (a store that fails is a warning).
+    pub fn compile_and_store(&self, engine: &Engine, wasm: &[u8]) -> wasmtime::Result<Component> {
+        let name = key(engine, wasm);
+        let path = self.entry_path(engine, wasm);
         let artifact = engine.precompile_component(wasm)?;
         // SAFETY: the artifact was produced just now by this engine, from these bytes.
         let component = unsafe { Component::deserialize(engine, &artifact)? };
@@ -152,7 +184,7 @@ impl ComponentCache {
                 path.display()
             );
         }
-        Ok((component, outcome))
+        Ok(component)
     }
 
     /// Writes an entry atomically (a temporary file renamed into place, so a reader sees a

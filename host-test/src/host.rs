@@ -302,6 +302,7 @@ impl Host {
 
     fn store(
         &self,
+        pre: &crate::bindings::PluginPre<crate::runtime::CallState>,
         entry: &TenantEntry,
         tool: &str,
         user_id: &str,
@@ -343,7 +344,7 @@ impl Host {
             pacer: self.pacer.clone(),
             refusals: Default::default(),
         };
-        Ok(self.runtime.store(tenant, hooks, user_id.into()))
+        Ok(self.runtime.store(pre, tenant, hooks, user_id.into()))
     }
 
     /// The tenant's policy as the host reads it (masking, hidden tools).
@@ -404,8 +405,15 @@ impl Host {
         if let Some(listing) = entry.plugin.tools.get() {
             return Ok(listing.clone());
         }
+        let pre = entry
+            .plugin
+            .code
+            .pre()
+            .await
+            .map_err(|e| CallError::Plugin(e.to_string()))?;
         // Listing sends nothing: no tool is named, so the policy admits no request.
         let mut store = self.store(
+            &pre,
             &entry,
             "",
             "",
@@ -414,12 +422,6 @@ impl Host {
             CallOptions::default(),
         )?;
         let plugin_error = |e: wasmtime::Error| CallError::Plugin(format!("{e:#}"));
-        let pre = entry
-            .plugin
-            .code
-            .pre()
-            .await
-            .map_err(|e| CallError::Plugin(e.to_string()))?;
         let instance = pre
             .instantiate_async(&mut store)
             .await
@@ -469,7 +471,7 @@ impl Host {
         let entry = self.tenant(&request.tenant_id);
         let plugin_version = entry
             .as_ref()
-            .map(|e| e.plugin.label.clone())
+            .map(|e| e.plugin.label().to_string())
             .unwrap_or_default();
         let (result, peak_memory_bytes) = match entry {
             Ok(entry) => tokio::select! {
@@ -531,7 +533,25 @@ impl Host {
             .time_limit
             .unwrap_or(self.runtime.limits().call_timeout);
         let trap_id = call_id.clone();
+        // The version's best code so far (a start without a cache entry compiles it first):
+        // the call's store is made on that code's engine, and the wait counts against the
+        // call's time.
+        let started = std::time::Instant::now();
+        let pre = match tokio::time::timeout(timeout, entry.plugin.code.pre()).await {
+            Ok(Ok(pre)) => pre,
+            Ok(Err(unavailable)) => return (Err(CallError::Plugin(unavailable.to_string())), 0),
+            Err(_) => {
+                return (
+                    Err(CallError::Plugin(format!(
+                        "the call took longer than {timeout:?}: the component was still being compiled"
+                    ))),
+                    0,
+                );
+            }
+        };
+        let timeout = timeout.saturating_sub(started.elapsed());
         let mut store = match self.store(
+            &pre,
             entry,
             &request.tool,
             &request.user_id,
@@ -549,7 +569,6 @@ impl Host {
             instance_url: request.instance_url.clone(),
         };
         let call = async {
-            let pre = entry.plugin.code.pre().await?;
             let instance = pre.instantiate_async(&mut store).await?;
             instance
                 .crm_plugin_tools()

@@ -14,6 +14,11 @@ use crate::governance::HostPolicy;
 use crate::hooks::BrokerHooks;
 use crate::journal::{ChangeJournal, JournalView};
 pub use crate::listing::ToolListing;
+pub(crate) use code::Code;
+pub use code::CodeUnavailable;
+use code::Compilers;
+
+mod code;
 use crate::mapping_store::{MappingStore, MappingStoreView};
 use crate::progress::{CallProgress, Progress, ProgressSink};
 use crate::refusal::Egress;
@@ -22,7 +27,6 @@ use crate::tenant_db::journal::CallIdentity;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
-use tokio::sync::watch;
 use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{
     Config, Enabled, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter,
@@ -240,11 +244,9 @@ pub struct PluginVersion {
     pub(crate) code: Code,
     /// Size of the component in bytes.
     pub size: usize,
-    /// A short fingerprint of the component's bytes, written to the audit trail so every call
-    /// says which version served it.
-    pub label: String,
-    /// The SHA-256 of the component's bytes (hex): how a fleet's store names the version.
-    pub sha256: String,
+    /// The component's bytes, hashed when first asked (not on the way to listing its tools).
+    wasm: Arc<[u8]>,
+    digest: std::sync::OnceLock<String>,
     /// The version's tool specs and metadata: from the component's listing section when it
     /// carries one, else read once by running it (`list-tools` takes no input, so they are the
     /// same for every tenant and call).
@@ -254,9 +256,30 @@ pub struct PluginVersion {
 }
 
 impl PluginVersion {
+    /// The SHA-256 of the component's bytes (hex): how a fleet's store names the version.
+    pub fn sha256(&self) -> &str {
+        self.digest
+            .get_or_init(|| crate::tenant_db::journal::sha256_hex(&self.wasm))
+    }
+
+    /// A short fingerprint of the component's bytes (the SHA-256's first 16 hex digits),
+    /// written to the audit trail so every call says which version served it.
+    pub fn label(&self) -> &str {
+        &self.sha256()[..16]
+    }
+
     /// Whether the code is compiled (or failed to compile), so a call would not wait for it.
     pub fn code_ready(&self) -> bool {
         self.code.0.borrow().is_some()
+    }
+
+    /// Why the code cannot serve a call now: still being compiled, or it failed to.
+    pub fn code_unavailable(&self) -> Option<String> {
+        match &*self.code.0.borrow() {
+            None => Some("the component is still being compiled".into()),
+            Some(Err(why)) => Some(CodeUnavailable(why.clone()).to_string()),
+            Some(Ok(_)) => None,
+        }
     }
 
     /// Waits until the code is compiled; says why when it cannot be.
@@ -265,51 +288,18 @@ impl PluginVersion {
     }
 }
 
-/// What a compile thread hands over: the pre-instantiated code, or why there is none.
-type Compiled = Option<Result<PluginPre<CallState>, Arc<str>>>;
-
-/// A version's compiled code, or the promise of it.
-#[derive(Clone)]
-pub(crate) struct Code(watch::Receiver<Compiled>);
-
-/// Why a version's code cannot run.
-#[derive(Debug, Clone, thiserror::Error)]
-#[error("the component could not be compiled: {0}")]
-pub struct CodeUnavailable(Arc<str>);
-
-impl Code {
-    fn ready(pre: PluginPre<CallState>) -> Self {
-        Code(watch::channel(Some(Ok(pre))).1)
-    }
-
-    /// The pre-instantiated component, once the compile has finished.
-    pub(crate) async fn pre(&self) -> Result<PluginPre<CallState>, CodeUnavailable> {
-        let mut ready = self.0.clone();
-        let compiled = ready
-            .wait_for(Option::is_some)
-            .await
-            .map_err(|_| CodeUnavailable("the compile stopped without an answer".into()))?;
-        match &*compiled {
-            Some(Ok(pre)) => Ok(pre.clone()),
-            Some(Err(why)) => Err(CodeUnavailable(why.clone())),
-            None => unreachable!("waited for Some"),
-        }
-    }
-}
-
 /// A compiled version and the bytes it came from.
 type LoadedVersion = (Arc<[u8]>, Weak<PluginVersion>);
 
-/// The shared engine, linker and compiled-component cache.
+/// The shared engines, linkers and compiled-component cache.
 pub struct Runtime {
-    engine: Engine,
-    linker: Linker<CallState>,
+    /// Cranelift (and Winch, when enabled), and where compiled components are kept between
+    /// runs, when the host has a cache: every load (the start, a swap, a fleet peer's swap)
+    /// goes through it.
+    compilers: Compilers,
     limits: HostLimits,
     /// Compiled versions by their bytes, so the same component is compiled once.
     loaded: Mutex<Vec<LoadedVersion>>,
-    /// Where compiled components are kept between runs, when the host has one: every load
-    /// (the start, a swap, a fleet peer's swap) goes through it.
-    cache: Option<ComponentCache>,
     stop_ticker: Arc<AtomicBool>,
 }
 
@@ -345,63 +335,65 @@ impl Runtime {
             config.profiler(wasmtime::ProfilingStrategy::PerfMap);
         }
         let engine = Engine::new(&config)?;
-        let linker = plugin_linker(&engine)?;
-
         let stop_ticker = Arc::new(AtomicBool::new(false));
-        let ticker_engine = engine.weak();
-        let stop = stop_ticker.clone();
-        std::thread::Builder::new()
-            .name("epoch-ticker".into())
-            .spawn(move || {
-                while !stop.load(Ordering::Relaxed) {
-                    std::thread::sleep(EPOCH_TICK);
-                    match ticker_engine.upgrade() {
-                        Some(engine) => engine.increment_epoch(),
-                        None => break,
-                    }
-                }
-            })
-            .map_err(|e| wasmtime::format_err!("starting the epoch ticker: {e}"))?;
-
+        tick_epochs(&engine, stop_ticker.clone())?;
         Ok(Runtime {
-            engine,
-            linker,
+            compilers: Compilers::new(engine)?,
             limits,
             loaded: Mutex::default(),
-            cache: None,
             stop_ticker,
         })
     }
 
     /// The runtime taking compiled components from `cache` (and storing them there).
     pub fn with_cache(mut self, cache: Option<ComponentCache>) -> Self {
-        self.cache = cache;
+        self.compilers.set_cache(cache);
         self
+    }
+
+    /// The runtime with Winch, wasmtime's baseline compiler, for code not in the cache: a
+    /// load then serves Winch's code within a fraction of a second and swaps in Cranelift's
+    /// when it is built (see [`code`]).
+    pub fn with_baseline_compiler(mut self) -> wasmtime::Result<Self> {
+        let mut config = Config::new();
+        config
+            .strategy(wasmtime::Strategy::Winch)
+            .epoch_interruption(true);
+        let engine = Engine::new(&config)?;
+        tick_epochs(&engine, self.stop_ticker.clone())?;
+        self.compilers.set_baseline(engine)?;
+        Ok(self)
     }
 
     /// The compiled-component cache every load goes through, if the host has one.
     pub fn cache(&self) -> Option<&ComponentCache> {
-        self.cache.as_ref()
+        self.compilers.cache()
     }
 
+    /// The engine of Cranelift's code: the one the cache's entries are compiled for.
     pub fn engine(&self) -> &Engine {
-        &self.engine
+        self.compilers.engine()
     }
 
     pub fn limits(&self) -> HostLimits {
         self.limits
     }
 
-    /// Compiles and pre-instantiates a component (or takes it from the runtime's cache), or
-    /// returns the version already loaded from the same bytes.
+    /// Loads a component, or returns the version already loaded from the same bytes: its code
+    /// from the runtime's cache, else Winch's (when the runtime has Winch, Cranelift's following
+    /// on another thread), else compiled by Cranelift here. An error means it is refused: no
+    /// acceptable egress policy or listing, or code that does not compile.
     pub fn load(&self, wasm: &[u8]) -> wasmtime::Result<Arc<PluginVersion>> {
-        match &self.cache {
-            Some(cache) => self.load_cached(wasm, cache),
-            None => self.load_with(wasm, |engine| {
-                Ok((Component::new(engine, wasm)?, CacheOutcome::Compiled))
-            }),
+        let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(version) = already_loaded(&mut loaded, wasm) {
+            return Ok(version);
         }
-        .map(|(version, _)| version)
+        let (policy, listing) = read_declarations(wasm)?;
+        let wasm: Arc<[u8]> = wasm.into();
+        let code = self.compilers.load_now(wasm.clone())?;
+        let version = new_version(&wasm, code, policy, listing);
+        loaded.push((wasm, Arc::downgrade(&version)));
+        Ok(version)
     }
 
     /// As [`Runtime::load`], taking the compiled component from `cache` when it holds it (and
@@ -424,66 +416,40 @@ impl Runtime {
             return Ok((version, CacheOutcome::AlreadyLoaded));
         }
         let (policy, listing) = read_declarations(wasm)?;
-        let (component, outcome) = compile(&self.engine)?;
-        let pre = PluginPre::new(self.linker.instantiate_pre(&component)?)?;
-        let version = new_version(wasm, Code::ready(pre), policy, listing);
-        loaded.push((wasm.into(), Arc::downgrade(&version)));
+        let (component, outcome) = compile(self.engine())?;
+        let pre = PluginPre::new(self.compilers.linker().instantiate_pre(&component)?)?;
+        let wasm: Arc<[u8]> = wasm.into();
+        let version = new_version(&wasm, Code::ready(pre), policy, listing);
+        loaded.push((wasm, Arc::downgrade(&version)));
         Ok((version, outcome))
     }
 
     /// As [`Runtime::load`], but returns as soon as the component's egress policy and tool
     /// listing are read: the code is taken from the cache or compiled on another thread, and a
-    /// call waits for it. So a client's `initialize`
-    /// and `tools/list` never wait on the compiler. A component that fails to compile fails
-    /// each call with the reason (and it is logged).
+    /// call waits for it. So a client's `initialize` and `tools/list` never wait on the
+    /// compiler. A component that fails to compile fails each call with the reason (and it is
+    /// logged).
     pub fn load_in_background(&self, wasm: Arc<[u8]>) -> wasmtime::Result<Arc<PluginVersion>> {
         let mut loaded = self.loaded.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(version) = already_loaded(&mut loaded, &wasm) {
             return Ok(version);
         }
         let (policy, listing) = read_declarations(&wasm)?;
-        let (done, code) = watch::channel(None);
-        let version = new_version(&wasm, Code(code), policy, listing);
-        loaded.push((wasm.clone(), Arc::downgrade(&version)));
-        let engine = self.engine.clone();
-        let linker = self.linker.clone();
-        let cache = self.cache.clone();
-        std::thread::Builder::new()
-            .name("compile".into())
-            .spawn(move || {
-                let started = std::time::Instant::now();
-                let compiled = match &cache {
-                    Some(cache) => cache.component(&engine, &wasm),
-                    None => Component::new(&engine, &wasm).map(|c| (c, CacheOutcome::Compiled)),
-                }
-                .and_then(|(component, outcome)| {
-                    Ok((
-                        PluginPre::new(linker.instantiate_pre(&component)?)?,
-                        outcome,
-                    ))
-                });
-                let compiled = match compiled {
-                    Ok((pre, outcome)) => {
-                        tracing::info!(
-                            "component ready in {} ms ({outcome:?})",
-                            started.elapsed().as_millis()
-                        );
-                        Ok(pre)
-                    }
-                    Err(err) => {
-                        tracing::error!("the component could not be compiled: {err:#}");
-                        Err(Arc::from(format!("{err:#}")))
-                    }
-                };
-                let _ = done.send(Some(compiled));
-            })
-            .map_err(|e| wasmtime::format_err!("starting the compile thread: {e}"))?;
+        let code = self.compilers.load_in_background(wasm.clone())?;
+        let version = new_version(&wasm, code, policy, listing);
+        loaded.push((wasm, Arc::downgrade(&version)));
+        // Hashed off the way to the first answer: the audit trail names the version by it.
+        let hashed = Arc::downgrade(&version);
+        let _ = std::thread::Builder::new()
+            .name("hash".into())
+            .spawn(move || hashed.upgrade().map(|v| v.sha256().len()));
         Ok(version)
     }
 
     /// A fresh store for one call, limited in memory and time.
     pub(crate) fn store(
         &self,
+        pre: &PluginPre<CallState>,
         tenant: TenantResources,
         hooks: BrokerHooks,
         user_id: String,
@@ -523,7 +489,7 @@ impl Runtime {
                 peak: 0,
             },
         };
-        let mut store = Store::new(&self.engine, state);
+        let mut store = code::store_for(pre, state);
         store.limiter(|state| &mut state.limits);
         let ticks = (time_limit.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64;
         store.set_epoch_deadline(ticks);
@@ -584,6 +550,24 @@ fn plugin_linker(engine: &Engine) -> wasmtime::Result<Linker<CallState>> {
     Ok(linker)
 }
 
+/// Advances `engine`'s epoch every [`EPOCH_TICK`] until `stop` (or the engine is gone).
+fn tick_epochs(engine: &Engine, stop: Arc<AtomicBool>) -> wasmtime::Result<()> {
+    let engine = engine.weak();
+    std::thread::Builder::new()
+        .name("epoch-ticker".into())
+        .spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(EPOCH_TICK);
+                match engine.upgrade() {
+                    Some(engine) => engine.increment_epoch(),
+                    None => break,
+                }
+            }
+        })
+        .map(drop)
+        .map_err(|e| wasmtime::format_err!("starting the epoch ticker: {e}"))
+}
+
 /// The version already loaded from the same bytes, if one is still in use.
 fn already_loaded(loaded: &mut Vec<LoadedVersion>, wasm: &[u8]) -> Option<Arc<PluginVersion>> {
     loaded.retain(|(_, version)| version.strong_count() > 0);
@@ -603,7 +587,7 @@ fn read_declarations(wasm: &[u8]) -> wasmtime::Result<(Policy, Option<ToolListin
 }
 
 fn new_version(
-    wasm: &[u8],
+    wasm: &Arc<[u8]>,
     code: Code,
     policy: Policy,
     listing: Option<ToolListing>,
@@ -615,19 +599,11 @@ fn new_version(
     Arc::new(PluginVersion {
         code,
         size: wasm.len(),
-        label: fingerprint(wasm),
-        sha256: crate::tenant_db::journal::sha256_hex(wasm),
+        wasm: wasm.clone(),
+        digest: std::sync::OnceLock::new(),
         tools,
         policy: Arc::new(policy),
     })
-}
-
-/// FNV-1a over the bytes: an identifier for audit lines, not a security measure.
-fn fingerprint(bytes: &[u8]) -> String {
-    let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
-    });
-    format!("{hash:016x}")
 }
 
 impl Drop for Runtime {

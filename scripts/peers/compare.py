@@ -140,6 +140,89 @@ def bare_mode(cmd, env, tool, args, a):
             p.kill()
 
 
+def start_mode(cmd, env, tool, args, a):
+    """Seconds from spawning a server to the answers of initialize, tools/list and a first call."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                         env={**os.environ, **env}, cwd=a.scratch)
+
+    def ask(msg_id, method, params):
+        p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method,
+                                  "params": params}).encode() + b"\n")
+        p.stdin.flush()
+        while True:
+            line = p.stdout.readline()
+            if not line:
+                raise SystemExit(f"{cmd[0]} exited")
+            answer = json.loads(line) if line.startswith(b"{") else {}
+            if answer.get("id") == msg_id:
+                return answer, time.perf_counter() - t0
+
+    try:
+        _, init = ask(0, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                        "clientInfo": {"name": "peers-bench", "version": "1"}})
+        p.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        _, listed = ask(1, "tools/list", {})
+        answer, called = ask(2, "tools/call", {"name": tool, "arguments": args})
+        if "error" in answer or answer["result"].get("isError"):
+            raise SystemExit(f"{tool} failed: {json.dumps(answer)[:500]}")
+        return init, listed, called
+    finally:
+        p.stdin.close()
+        try:
+            p.wait(5)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
+def with_cache_dir(cmd, cache):
+    """Our command line with another --cache-dir."""
+    cmd = list(cmd)
+    cmd[cmd.index("--cache-dir") + 1] = cache
+    return cmd
+
+
+def start_figures(a, srv):
+    """Start-up, each way a person meets it, the median over --start-runs fresh processes."""
+    import shutil
+    one_record = {"ours": CALLS[0][1], "peer": CALLS[0][2]}
+    search = {"ours": CALLS[3][1], "peer": CALLS[3][2]}
+    rows = []  # (who, how, install step s or None, [(init, list, call)])
+    cmd, env = srv["ours"]
+    tool, args = one_record["ours"][1:]
+    precompile = lambda cache: subprocess.run([cmd[0], "precompile", "--cache-dir", cache], check=True,
+                                              capture_output=True, env={**os.environ, **env})
+    warm = os.path.join(a.scratch, "start-cache", "warm")
+    shutil.rmtree(warm, ignore_errors=True)
+    precompile(warm)
+    for how in ("after install (crm-host precompile)", "no install step (empty cache)", "warm cache"):
+        runs, install = [], []
+        for _ in range(a.start_runs):
+            cache = warm if how == "warm cache" else os.path.join(a.scratch, "start-cache", "fresh")
+            if cache != warm:
+                shutil.rmtree(cache, ignore_errors=True)
+            if how.startswith("after install"):
+                t = time.perf_counter()
+                precompile(cache)
+                install.append(time.perf_counter() - t)
+            runs.append(start_mode(with_cache_dir(cmd, cache), env, tool, args, a))
+        rows.append(("ours", how, statistics.median(install) if install else None, runs))
+    for server, calls in (("salesforce", one_record), ("hubspot", search)):
+        cmd, env = srv[server]
+        runs = [start_mode(cmd, env, calls["peer"][1], calls["peer"][2], a) for _ in range(a.start_runs)]
+        rows.append((server, "installed by npm", None, runs))
+    ms = lambda s: f"{s * 1000:.0f} ms"
+    print(f"\nstart-up: spawn to each answer, bare JSON-RPC over stdio, median of {a.start_runs} "
+          "fresh processes (ours: crmb_get_record; Salesforce peer: its one-record query; "
+          "HubSpot peer: its 100-contact search)\n")
+    print("| server | how | install step | initialize | tools/list | first call |")
+    print("|---|---|---|---|---|---|")
+    for who, how, install, runs in rows:
+        med = lambda i: statistics.median(r[i] for r in runs)
+        print(f"| {who} | {how} | {ms(install) if install is not None else '-'} "
+              f"| {ms(med(0))} | {ms(med(1))} | {ms(med(2))} |")
+
+
 def pct(xs, q):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(q * len(xs)))]
@@ -160,6 +243,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--tls", action="store_true", help="everyone reaches the stub over HTTPS")
+    ap.add_argument("--start-runs", type=int, default=5, help="fresh processes per start-up figure")
+    ap.add_argument("--start-only", action="store_true", help="only the start-up figures")
     ap.add_argument("--answers", choices=["structured", "text"], default="text",
                     help="ours: the text alone (the default), or structuredContent with the text beside it")
     a = ap.parse_args()
@@ -173,6 +258,10 @@ def main():
         if not a.tls:
             stub["https"] = stub["ca"] = None
         srv = servers(a, stub)
+        if a.start_runs:
+            start_figures(a, srv)
+        if a.start_only:
+            return
         # per call and side: one list per figure, one entry per round
         got = {(c[0], side): {k: [] for k in ("p50", "p99", "srv", "text", "wire", "linked")}
                for c in CALLS for side in ("ours", "peer")}

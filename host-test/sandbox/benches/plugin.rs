@@ -17,6 +17,8 @@ mod aggregate;
 // In a folder, not benches/network.rs, so cargo does not take it for a bench target of its own.
 #[path = "export.rs"]
 mod export;
+#[path = "first_answer.rs"]
+mod first_answer;
 #[path = "fleet.rs"]
 mod fleet;
 #[path = "mapping.rs"]
@@ -40,6 +42,8 @@ fn main() {
     let aggregate_only = std::env::args().any(|a| a == "aggregate");
     // `fleet`: only the PostgreSQL store's figures (needs CRM_TEST_POSTGRES).
     let fleet_only = std::env::args().any(|a| a == "fleet");
+    // `start`: only the start-up figures (in process, the CLI, a first answer).
+    let start_only = std::env::args().any(|a| a == "start");
     // CRM_BENCH_COMPONENT swaps in another build, e.g. one that keeps function names for a
     // profile (`CARGO_PROFILE_RELEASE_STRIP=none`).
     let component = std::env::var("CRM_BENCH_COMPONENT")
@@ -79,6 +83,10 @@ fn main() {
         .build()
         .unwrap();
     tokio.block_on(async {
+        if start_only {
+            first_answer::figures(&wasm).await;
+            return;
+        }
         if network_only {
             network::figures(&wasm).await;
             return;
@@ -138,6 +146,7 @@ fn main() {
             return;
         }
         per_call(&host).await;
+        first_answer::figures(&wasm).await;
         mcp::figures(host.clone()).await;
         network::figures(&wasm).await;
         fleet::figures(&wasm).await;

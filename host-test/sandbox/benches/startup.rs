@@ -1,6 +1,6 @@
 //! Start-up and audit figures: loading the component cold (compile and store in the cache)
-//! and warm (from the cache), the wall and CPU time of a whole `crm-host tools` run without
-//! the cache, cold and warm, and the cost of an audit line, the old unbuffered way and now.
+//! and warm (from the cache), the wall and CPU time of whole `crm-host tools` and
+//! `crm-host precompile` runs, and the cost of an audit line, the old unbuffered way and now.
 
 use crm_host::audit::AuditEvent;
 use crm_host::cache::{CacheKey, CacheOutcome, ComponentCache};
@@ -75,8 +75,8 @@ fn children_cpu() -> Duration {
     Duration::from_millis((field(16) + field(17)) * 10)
 }
 
-/// Wall and CPU time of one `crm-host tools` run.
-fn crm_host_tools(dir: &Path, cache: &[&str]) -> (Duration, Duration) {
+/// Wall and CPU time of one `crm-host <command>` run.
+fn crm_host(dir: &Path, cache: &[&str], command: &str) -> (Duration, Duration) {
     let cpu = children_cpu();
     let started = Instant::now();
     let out = Command::new(env!("CARGO_BIN_EXE_crm-sandbox"))
@@ -85,7 +85,7 @@ fn crm_host_tools(dir: &Path, cache: &[&str]) -> (Duration, Duration) {
         .arg("--results-dir")
         .arg(dir.join("results"))
         .args(cache)
-        .arg("tools")
+        .arg(command)
         .output()
         .unwrap();
     let wall = started.elapsed();
@@ -103,26 +103,32 @@ fn cli_figures(dir: &Path) {
     let report = |label: &str, runs: Vec<(Duration, Duration)>| {
         let (wall, cpu): (Vec<_>, Vec<_>) = runs.into_iter().unzip();
         println!(
-            "crm-host tools, {label}: wall {:?}, CPU {:?} (medians of {RUNS})",
+            "crm-host {label}: wall {:?}, CPU {:?} (medians of {RUNS})",
             median(wall),
             median(cpu)
         );
     };
-    let uncached = (0..RUNS)
-        .map(|_| crm_host_tools(dir, &["--no-cache"]))
+    let listed = (0..RUNS)
+        .map(|_| crm_host(dir, &["--no-cache"], "tools"))
         .collect();
-    report("no cache (compiles every start)", uncached);
+    report(
+        "tools, no cache (listed from the component's listing section)",
+        listed,
+    );
     let cold = (0..RUNS)
         .map(|_| {
             let _ = std::fs::remove_dir_all(&cache);
-            crm_host_tools(dir, &cache_args)
+            crm_host(dir, &cache_args, "precompile")
         })
         .collect();
-    report("cold cache (compiles, stores)", cold);
+    report("precompile, empty cache (compiles, stores)", cold);
     let warm = (0..RUNS)
-        .map(|_| crm_host_tools(dir, &cache_args))
+        .map(|_| crm_host(dir, &cache_args, "precompile"))
         .collect();
-    report("warm cache", warm);
+    report(
+        "precompile, warm cache (reads and verifies the entry)",
+        warm,
+    );
 }
 
 fn audit_event(n: usize) -> AuditEvent {

@@ -48,7 +48,7 @@ pub(super) fn precompile(options: &Options) -> Result<serde_json::Value, String>
         .map_err(|e| format!("compiling {}: {e}", options.component))?;
     Ok(serde_json::json!({
         "component": options.component,
-        "sha256": plugin.sha256,
+        "sha256": plugin.sha256(),
         "cache_entry": cache.entry_path(runtime.engine(), &wasm),
         "outcome": match outcome {
             CacheOutcome::Hit | CacheOutcome::AlreadyLoaded => "already compiled",
@@ -75,6 +75,10 @@ pub(super) fn start_runtime(options: &Options) -> Result<Runtime, String> {
         ..HostLimits::default()
     })
     .map(|runtime| runtime.with_cache(cache))
+    .and_then(|runtime| match options.no_baseline_compiler {
+        true => Ok(runtime),
+        false => runtime.with_baseline_compiler(),
+    })
     .map_err(|e| format!("starting wasmtime: {e}"))
 }
 

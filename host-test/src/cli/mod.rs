@@ -224,6 +224,11 @@ struct Options {
     /// Compile the component afresh, neither reading nor writing the cache.
     #[arg(long, global = true)]
     no_cache: bool,
+    /// Without a cache entry, wait for Cranelift's code instead of serving the first calls on
+    /// Winch's (wasmtime's baseline compiler: ready about 20x sooner, slower to run) while
+    /// Cranelift's is built.
+    #[arg(long, global = true)]
+    no_baseline_compiler: bool,
     /// Longest one tool call may run, host waits included. A write's journal entry is leased to
     /// its call until then (plus 5 s): one still pending after that had its host die mid-write,
     /// and turns `unknown` so the same create is refused until `crm_resolve_change` settles it.
@@ -262,9 +267,15 @@ pub fn main(built_in: Option<Arc<dyn BuiltInCrm>>) -> ExitCode {
         Err(refused) => return refuse_arguments(refused),
     };
     // Logs go to stderr: stdout belongs to the results, and to MCP's stdio transport.
+    // `CRM_HOST_LOG=info` (or debug, error) says more or less than warnings and errors, e.g.
+    // when the component's code is ready and which compiler made it.
+    let level = std::env::var("CRM_HOST_LOG")
+        .ok()
+        .and_then(|level| level.parse::<tracing::Level>().ok())
+        .unwrap_or(tracing::Level::WARN);
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_max_level(tracing::Level::WARN)
+        .with_max_level(level)
         .init();
     let command = cli.command.unwrap_or(Command::Demo);
     let stdio = matches!(command, Command::Mcp);

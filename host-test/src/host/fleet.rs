@@ -124,7 +124,7 @@ impl Host {
         let Ok(entry) = self.tenant(tenant) else {
             return;
         };
-        if entry.plugin.sha256 == sha256 {
+        if entry.plugin.sha256() == sha256 {
             return;
         }
         match store.component(sha256) {

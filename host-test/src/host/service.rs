@@ -89,6 +89,11 @@ impl Host {
             });
         }
         for entry in &tenants {
+            // A load balancer sends calls elsewhere while this host compiles (a call here would
+            // wait for it) or when its component cannot be compiled at all.
+            if let Some(why) = entry.plugin.code_unavailable() {
+                return Err(why);
+            }
             entry
                 .mappings
                 .disconnected()

@@ -150,7 +150,7 @@ impl Admin {
         {
             return refuse(StatusCode::SERVICE_UNAVAILABLE, e.to_string());
         }
-        let sha256 = plugin.sha256.clone();
+        let sha256 = plugin.sha256().to_string();
         match host.swap_version(tenant, plugin) {
             Ok(()) => (
                 StatusCode::OK,

@@ -148,7 +148,7 @@ async fn a_swap_under_concurrent_calls_loses_no_call() {
     let f = fixture(record_stub(Duration::from_millis(40)));
     let v1 = plugin();
     let v2 = f.host.runtime().load(&relabelled_plugin("v2")).unwrap();
-    assert_ne!(v1.label, v2.label);
+    assert_ne!(v1.label(), v2.label());
 
     let mut calls = Vec::new();
     for i in 0..48 {
@@ -184,12 +184,12 @@ async fn a_swap_under_concurrent_calls_loses_no_call() {
         .collect();
     assert_eq!(served.len(), 49);
     assert!(
-        served.contains(&v1.label),
+        served.contains(v1.label()),
         "calls before the swap ran on v1"
     );
     assert_eq!(
         served.last(),
-        Some(&v2.label),
+        Some(v2.label()),
         "the call after the swap ran on v2"
     );
 

@@ -15,7 +15,7 @@
 //! | `/mcp` | bearer tokens | MCP (both protocol eras) |
 //! | `/.well-known/oauth-protected-resource[/mcp]` | anyone | RFC 9728 metadata |
 //! | `/healthz` | anyone | the process is alive |
-//! | `/readyz` | anyone | component loaded, every tenant's store answering; tenants out of service named |
+//! | `/readyz` | anyone | component compiled, every tenant's store answering; tenants out of service named |
 //! | `/metrics` | the operator's token | Prometheus text |
 //! | `/admin/…` | the operator's token | disconnect, connect, swap a tenant's component |
 
