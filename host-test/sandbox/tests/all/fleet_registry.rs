@@ -84,9 +84,19 @@ async fn read_globex_account(
     tool(client, "crmb_get_record", account).await
 }
 
-/// `/readyz` of a host, as JSON, with its status.
+/// `/readyz` of a host, as JSON, with its status, once its component's code is there (503
+/// "still being compiled" before: it is taken from the cache on the compile thread).
 async fn readyz(host: &Serving) -> (u16, Value) {
-    let (status, body) = host.get("/readyz", None).await;
+    let began = std::time::Instant::now();
+    let (status, body) = loop {
+        let (status, body) = host.get("/readyz", None).await;
+        if !(status == 503 && body.contains("still being compiled"))
+            || began.elapsed() > std::time::Duration::from_secs(60)
+        {
+            break (status, body);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
     (status, serde_json::from_str(&body).unwrap())
 }
 

@@ -692,7 +692,18 @@ async fn behind_a_proxy_the_public_url_is_the_host_the_metadata_and_the_challeng
     // The load balancer's routes need no token; the operator's metrics need theirs.
     let mut plain = Conn::open(&local).await;
     assert_eq!(plain.send("GET", "/healthz", &[], "").await.status, 200);
-    let ready = plain.send("GET", "/readyz", &[], "").await;
+    // 503 until the component's code is there (taken from the cache on the compile thread).
+    let mut ready = plain.send("GET", "/readyz", &[], "").await;
+    let began = std::time::Instant::now();
+    while ready.status == 503 && began.elapsed() < std::time::Duration::from_secs(60) {
+        assert!(
+            ready.body.contains("still being compiled"),
+            "{}",
+            ready.body
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        ready = plain.send("GET", "/readyz", &[], "").await;
+    }
     assert_eq!(ready.status, 200);
     let ready: Value = serde_json::from_str(&ready.body).unwrap();
     assert_eq!(ready["tenants"], 2);

@@ -184,11 +184,11 @@ async fn a_swap_under_concurrent_calls_loses_no_call() {
         .collect();
     assert_eq!(served.len(), 49);
     assert!(
-        served.contains(v1.label()),
+        served.iter().any(|label| label == v1.label()),
         "calls before the swap ran on v1"
     );
     assert_eq!(
-        served.last(),
+        served.last().map(String::as_str),
         Some(v2.label()),
         "the call after the swap ran on v2"
     );
