@@ -28,18 +28,21 @@ fn main() {
     }
     let target_dir = wasm::target_dir(&root);
     ensure_wasm_target();
-    // Tests and the debug CLI take the component without whole-program LTO (a fast edit-and-test
-    // loop); release builds and `cargo bench` take the shipping build.
-    let profile = match std::env::var("PROFILE").as_deref() {
-        Ok("debug") => "component-test",
-        _ => "release",
-    };
-    let plugin = build_component(
+    let profile = wasm::component_profile(&std::env::var("PROFILE").unwrap_or_default());
+    let mut plugin = build_component(
         &root,
         &target_dir,
         &["-p", "crm-plugin"],
         profile,
         "crm_plugin",
     );
+    // The shipped component carries no function names (a tenth of its size); the test build
+    // keeps them for readable trap backtraces, and so does cargo's own artifact of the shipping
+    // build, which the size bench reads to attribute code to crates.
+    if profile == "component" {
+        let shipped = target_dir.join("shipped/crm_plugin.wasm");
+        wasm::strip_names(&plugin, &shipped);
+        plugin = shipped;
+    }
     println!("cargo:rustc-env=CRM_PLUGIN_WASM={}", plugin.display());
 }

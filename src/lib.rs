@@ -32,6 +32,7 @@ mod status;
 pub mod time;
 mod timeline;
 pub mod tool;
+mod tzdb;
 
 #[cfg(test)]
 mod proptests;

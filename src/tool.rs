@@ -328,17 +328,46 @@ pub(crate) const fn entry<T: Tool>() -> Entry {
 /// The input is read as bytes, like every CRM answer, so the component carries one JSON
 /// reader rather than serde_json's `&str` and `&[u8]` readers side by side (a `&str` is valid
 /// UTF-8, so both readers accept and refuse alike, with the same messages).
+///
+/// One copy of this is made per tool (29), so what does not depend on the tool's types is in
+/// the plain functions below, kept out of line: once in the component rather than 29 times.
 fn call<T: Tool>(input: &str, session: &mut Session<'_>) -> Result<String, ToolError> {
-    let mut input: T::Input = serde_json::from_slice(input.as_bytes())
-        .map_err(|err| ToolError::invalid(format!("{}: {err}", T::NAME)))?;
-    let scope = T::reads(&input);
-    if scope != ReadScope::default() {
-        session.config()?.policy.check_read(&scope)?;
-    }
-    if let Some(cap) = session.config().ok().and_then(|c| c.policy.max_records) {
-        T::cap_records(&mut input, u32::try_from(cap).unwrap_or(u32::MAX));
+    let mut input: T::Input =
+        serde_json::from_slice(input.as_bytes()).map_err(|err| invalid_input(T::NAME, err))?;
+    check_reads(&T::reads(&input), session)?;
+    if let Some(cap) = record_cap(session) {
+        T::cap_records(&mut input, cap);
     }
     let output = T::run(input, session)?;
-    Ok(serde_json::to_string(&output)
-        .expect("tool outputs serialise: no maps with non-string keys"))
+    Ok(serde_json::to_string(&output).unwrap_or_else(unserialisable))
+}
+
+/// The error for an input that does not parse as the tool's input.
+#[inline(never)]
+#[cold]
+fn invalid_input(tool: &str, err: serde_json::Error) -> ToolError {
+    ToolError::invalid(format!("{tool}: {err}"))
+}
+
+/// Checks what the input names against the workspace's read policy.
+#[inline(never)]
+fn check_reads(scope: &ReadScope<'_>, session: &Session<'_>) -> Result<(), ToolError> {
+    if *scope != ReadScope::default() {
+        session.config()?.policy.check_read(scope)?;
+    }
+    Ok(())
+}
+
+/// The workspace's record cap, if it sets one.
+#[inline(never)]
+fn record_cap(session: &Session<'_>) -> Option<u32> {
+    let cap = session.config().ok()?.policy.max_records?;
+    Some(u32::try_from(cap).unwrap_or(u32::MAX))
+}
+
+/// A tool output serde_json refused: a bug (a map with non-string keys), never the input's fault.
+#[inline(never)]
+#[cold]
+fn unserialisable(err: serde_json::Error) -> String {
+    panic!("tool outputs serialise: no maps with non-string keys: {err:?}")
 }

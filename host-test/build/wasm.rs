@@ -106,3 +106,98 @@ pub fn build_component(
     );
     wasm
 }
+
+/// The profile the crm-plugin component is built with for a host built with `profile` (cargo's
+/// `PROFILE`: `debug` or `release`): tests and the debug CLI take `component-test` (no
+/// whole-program LTO, a fast edit-and-test loop), release builds and `cargo bench` the shipping
+/// `component` profile.
+pub fn component_profile(profile: &str) -> &'static str {
+    match profile {
+        "debug" => "component-test",
+        _ => "component",
+    }
+}
+
+/// Writes `from` without its function names to `to`: every `name` custom section (a core
+/// module's) and `component-name` section (a component's) is dropped, at any nesting depth,
+/// and every other byte is kept as it is, custom sections included (the host reads
+/// `crm-plugin:egress-policy`). `strip = true` leaves these sections in a component (about
+/// 250 KB of crm-plugin's, a tenth of it); they only name functions in a trap's backtrace.
+pub fn strip_names(from: &Path, to: &Path) {
+    let wasm = std::fs::read(from).expect("reading the component");
+    let stripped = without_names(&wasm).unwrap_or_else(|| {
+        panic!(
+            "{} is not a WebAssembly binary this build can read",
+            from.display()
+        )
+    });
+    std::fs::create_dir_all(to.parent().expect("a file has a parent")).unwrap();
+    // Write beside and rename, so a reader never sees half a component.
+    let partial = to.with_extension("wasm.partial");
+    std::fs::write(&partial, stripped).expect("writing the stripped component");
+    std::fs::rename(&partial, to).expect("moving the stripped component into place");
+}
+
+/// A module or component (`\0asm`, version, sections) without its name sections; `None` when
+/// `wasm` is not one. A section is its id byte, its size as unsigned LEB128, and its contents;
+/// a component's core-module (1) and component (4) sections hold a whole binary, stripped in
+/// turn and given its new size.
+fn without_names(wasm: &[u8]) -> Option<Vec<u8>> {
+    const CORE_MODULE: u8 = 1;
+    const COMPONENT: u8 = 4;
+    let header = wasm.get(..8)?;
+    if &header[..4] != b"\0asm" {
+        return None;
+    }
+    // A component's version is 0x0d 0x00 followed by layer 1; a core module's layer is 0.
+    let is_component = header[6..8] == [1, 0];
+    let mut out = header.to_vec();
+    let mut at = 8;
+    while at < wasm.len() {
+        let id = wasm[at];
+        let (size, size_len) = leb128(wasm.get(at + 1..)?)?;
+        let start = at + 1 + size_len;
+        let end = start.checked_add(size)?;
+        let contents = wasm.get(start..end)?;
+        if id == 0 {
+            let (name_len, len_len) = leb128(contents)?;
+            let name = contents.get(len_len..len_len + name_len)?;
+            if name != b"name" && name != b"component-name" {
+                out.extend_from_slice(&wasm[at..end]);
+            }
+        } else if is_component && (id == CORE_MODULE || id == COMPONENT) {
+            let inner = without_names(contents)?;
+            out.push(id);
+            push_leb128(&mut out, inner.len());
+            out.extend_from_slice(&inner);
+        } else {
+            out.extend_from_slice(&wasm[at..end]);
+        }
+        at = end;
+    }
+    Some(out)
+}
+
+/// An unsigned LEB128 number and how many bytes it took.
+fn leb128(bytes: &[u8]) -> Option<(usize, usize)> {
+    let mut value = 0usize;
+    for (i, &byte) in bytes.iter().enumerate().take(5) {
+        value |= usize::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some((value, i + 1));
+        }
+    }
+    None
+}
+
+fn push_leb128(out: &mut Vec<u8>, mut value: usize) {
+    loop {
+        let byte = (value & 0x7f) as u8;
+        value >>= 7;
+        if value == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}

@@ -4,6 +4,10 @@
 //! build of `crm-host` never does.
 
 #[path = "../build/wasm.rs"]
+#[allow(
+    dead_code,
+    reason = "crm-host's build script alone strips the shipped component"
+)]
 mod wasm;
 
 use std::path::PathBuf;
@@ -54,5 +58,15 @@ fn main() {
     println!(
         "cargo:rustc-env=CRM_EGRESS_PROBE_WASM={}",
         egress_probe.display()
+    );
+    // The shipping build of crm-plugin as cargo wrote it, function names included (crm-host's
+    // build script makes it, and ships a copy without them): the size bench attributes its
+    // code to crates by those names.
+    let profile = wasm::component_profile(&std::env::var("PROFILE").unwrap_or_default());
+    println!(
+        "cargo:rustc-env=CRM_PLUGIN_NAMED_WASM={}",
+        target_dir
+            .join(format!("{}/{profile}/crm_plugin.wasm", wasm::WASM_TARGET))
+            .display()
     );
 }

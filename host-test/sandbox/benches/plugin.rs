@@ -2,6 +2,9 @@
 //! instantiate+call latency (p50/p99) through the whole host against the in-process stub.
 //! Figures, not assertions: targets are read from here, never enforced by timed tests.
 //!
+//! `cargo bench -p crm-sandbox --bench plugin -- size` prints only the component's size by section
+//! and its code by crate.
+//!
 //! `cargo bench -p crm-sandbox --bench plugin -- memory` prints only the peak-memory figures (the
 //! SOQL export, the user/owner sync, the HubSpot export and aggregate), which need no latency
 //! runs; `-- aggregate` only the aggregate's.
@@ -24,6 +27,8 @@ mod fleet;
 #[path = "mapping.rs"]
 mod mapping;
 mod network;
+#[path = "size.rs"]
+mod size;
 
 const CALLS: usize = 2000;
 
@@ -44,6 +49,8 @@ fn main() {
     let fleet_only = std::env::args().any(|a| a == "fleet");
     // `start`: only the start-up figures (in process, the CLI, a first answer).
     let start_only = std::env::args().any(|a| a == "start");
+    // `size`: only the component's size by section and its code by crate.
+    let size_only = std::env::args().any(|a| a == "size");
     // CRM_BENCH_COMPONENT swaps in another build, e.g. one that keeps function names for a
     // profile (`CARGO_PROFILE_RELEASE_STRIP=none`).
     let component = std::env::var("CRM_BENCH_COMPONENT")
@@ -54,6 +61,10 @@ fn main() {
         wasm.len(),
         wasm.len() as f64 / 1024.0
     );
+    if size_only {
+        size::figures(&wasm, env!("CRM_PLUGIN_NAMED_WASM"));
+        return;
+    }
 
     if !memory_only
         && !percall_only
@@ -75,6 +86,7 @@ fn main() {
             compile[2], compile[0], compile[4]
         );
         startup::figures(&wasm);
+        size::figures(&wasm, env!("CRM_PLUGIN_NAMED_WASM"));
     }
 
     let tokio = tokio::runtime::Builder::new_multi_thread()

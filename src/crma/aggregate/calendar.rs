@@ -44,7 +44,7 @@ pub(crate) struct Zone {
 impl Zone {
     /// The zone HubSpot names (`US/Eastern`, `Europe/Berlin`); `None` when it is unknown.
     pub(crate) fn named(name: &str) -> Option<Zone> {
-        TimeZone::get(name).ok().map(|zone| Zone {
+        crate::tzdb::zone(name).map(|zone| Zone {
             zone,
             name: name.to_string(),
         })
