@@ -12,9 +12,9 @@ use crate::connections::Connections;
 use crate::credential::Credential;
 use crate::egress::{Crm, Roots};
 use crate::governance::HostPolicy;
-use crate::hooks::{BrokerHooks, BrokerOrigin, EgressScope};
+use crate::hooks::BrokerOrigin;
 use crate::progress::ProgressSink;
-use crate::runtime::{PluginVersion, Runtime, TenantResources, ToolListing};
+use crate::runtime::{PluginVersion, Runtime, ToolListing};
 use crate::tenant_db::{DbLocation, TenantDb};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -26,6 +26,9 @@ use wasmtime_wasi_config::WasiConfigVariables;
 
 /// Why a call produced no tool result.
 mod call_error;
+/// Each call's store: its tenant's resources and hooks.
+mod call_store;
+use call_store::CallSite;
 /// Following the fleet's store: what other hosts announce.
 mod fleet;
 /// An operator's disconnects and reconnects.
@@ -300,53 +303,6 @@ impl Host {
         Ok(self.tenant(tenant_id)?.mappings.clone())
     }
 
-    fn store(
-        &self,
-        pre: &crate::bindings::PluginPre<crate::runtime::CallState>,
-        entry: &TenantEntry,
-        tool: &str,
-        user_id: &str,
-        writes: Arc<AtomicBool>,
-        call_id: Arc<str>,
-        options: CallOptions,
-    ) -> Result<wasmtime::Store<crate::runtime::CallState>, CallError> {
-        let limits = self.runtime.limits();
-        let time_limit = options.time_limit.unwrap_or(limits.call_timeout);
-        // Only this tenant's settings, results directory and mapping store.
-        let owner = options
-            .owner
-            .unwrap_or_else(|| crate::tenant_db::ResultOwner::of(user_id));
-        let tenant = TenantResources {
-            config: entry.config.clone(),
-            results_dir: entry.results_dir.clone(),
-            owner,
-            mappings: entry.mappings.clone(),
-            connections: entry.connections.clone(),
-            policy: entry.policy.clone(),
-            call_id,
-            progress: options.progress,
-            time_limit,
-        };
-        let hooks = BrokerHooks {
-            tenant: entry.tenant_id.clone(),
-            origin: entry.origin.clone(),
-            scope: EgressScope {
-                policy: entry.plugin.policy.clone(),
-                tool: tool.into(),
-                roots: entry.roots.clone(),
-            },
-            connections: entry.connections.clone(),
-            backend: self.backend.clone(),
-            audit: self.audit.clone(),
-            max_timeout: limits.http_timeout,
-            max_request_bytes: limits.max_request_bytes,
-            writes_sent: writes,
-            pacer: self.pacer.clone(),
-            refusals: Default::default(),
-        };
-        Ok(self.runtime.store(pre, tenant, hooks, user_id.into()))
-    }
-
     /// The tenant's policy as the host reads it (masking, hidden tools).
     pub fn policy(&self, tenant_id: &str) -> Result<Arc<HostPolicy>, CallError> {
         Ok(self.tenant(tenant_id)?.policy.clone())
@@ -412,15 +368,13 @@ impl Host {
             .await
             .map_err(|e| CallError::Plugin(e.to_string()))?;
         // Listing sends nothing: no tool is named, so the policy admits no request.
-        let mut store = self.store(
-            &pre,
-            &entry,
-            "",
-            "",
-            Arc::default(),
-            "".into(),
-            CallOptions::default(),
-        )?;
+        let nobody = CallSite {
+            tool: "",
+            user_id: "",
+            writes: Arc::default(),
+            call_id: "".into(),
+        };
+        let mut store = self.store(&pre, &entry, nobody, CallOptions::default())?;
         let plugin_error = |e: wasmtime::Error| CallError::Plugin(format!("{e:#}"));
         let instance = pre
             .instantiate_async(&mut store)
@@ -550,15 +504,13 @@ impl Host {
             }
         };
         let timeout = timeout.saturating_sub(started.elapsed());
-        let mut store = match self.store(
-            &pre,
-            entry,
-            &request.tool,
-            &request.user_id,
+        let call = CallSite {
+            tool: &request.tool,
+            user_id: &request.user_id,
             writes,
             call_id,
-            options,
-        ) {
+        };
+        let mut store = match self.store(&pre, entry, call, options) {
             Ok(store) => store,
             Err(err) => return (Err(err), 0),
         };

@@ -34,7 +34,7 @@ pub fn figures(wasm: &[u8], named: &str) {
     }
     println!("component by section (bytes, nested modules included):");
     let mut sections: Vec<_> = sections.into_iter().collect();
-    sections.sort_by(|a, b| b.1.cmp(&a.1));
+    sections.sort_by_key(|s| std::cmp::Reverse(s.1));
     for (kind, size) in sections {
         println!("  {kind:<40} {size:>10}");
     }
@@ -62,7 +62,7 @@ pub fn figures(wasm: &[u8], named: &str) {
         named_wasm.len()
     );
     let mut crates: Vec<_> = crates.into_iter().collect();
-    crates.sort_by(|a, b| b.1.0.cmp(&a.1.0));
+    crates.sort_by_key(|c| std::cmp::Reverse(c.1.0));
     for (name, (size, functions)) in crates.iter().take(20) {
         println!(
             "  {name:<24} {size:>10} ({:>4.1}%, {functions} functions)",
