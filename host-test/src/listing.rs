@@ -64,15 +64,8 @@ impl ToolListing {
     /// The listing a component carries as data, without compiling or running any of it; `None`
     /// when it carries none (it is then listed by running it).
     pub fn from_component(wasm: &[u8]) -> Result<Option<Self>, ListingError> {
-        let mut found = Vec::new();
-        for payload in wasmparser::Parser::new(0).parse_all(wasm) {
-            let payload = payload.map_err(|e| ListingError::NotAComponent(e.to_string()))?;
-            if let wasmparser::Payload::CustomSection(section) = payload
-                && section.name() == SECTION
-            {
-                found.push(section.data());
-            }
-        }
+        let found = custom_sections(wasm, SECTION)
+            .map_err(|e| ListingError::NotAComponent(e.to_string()))?;
         match found.as_slice() {
             [] => Ok(None),
             [one] => Self::from_section(one).map(Some),
@@ -148,6 +141,24 @@ impl ToolListing {
                 .map(meta)
                 .eq(other.metadata.iter().map(meta))
     }
+}
+
+/// Every custom section named `name` a component (or core module) carries, at any nesting
+/// depth, read without validating or compiling any code: how the host reads what a component
+/// declares as data (its egress policy, its tool listing).
+pub(crate) fn custom_sections<'a>(
+    wasm: &'a [u8],
+    name: &str,
+) -> Result<Vec<&'a [u8]>, wasmparser::BinaryReaderError> {
+    let mut found = Vec::new();
+    for payload in wasmparser::Parser::new(0).parse_all(wasm) {
+        if let wasmparser::Payload::CustomSection(section) = payload?
+            && section.name() == name
+        {
+            found.push(section.data());
+        }
+    }
+    Ok(found)
 }
 
 /// The section's document.

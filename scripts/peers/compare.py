@@ -100,79 +100,74 @@ async def client_mode(cmd, env, tool, args, a):
             return times, texts(res.content)
 
 
-def bare_mode(cmd, env, tool, args, a):
-    """Server-side times with a bare JSON-RPC client; the last response line's bytes."""
-    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                         env={**os.environ, **env}, cwd=a.scratch)
+class Stdio:
+    """A server process spoken to with bare JSON-RPC lines over its stdin and stdout."""
 
-    def ask(msg_id, method, params):
+    def __init__(self, cmd, env, a):
+        self.cmd = cmd
+        self.p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=subprocess.DEVNULL, env={**os.environ, **env}, cwd=a.scratch)
+
+    def ask(self, msg_id, method, params):
         """Sends one request; its response line, parsed, and the moment it was read."""
-        p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method,
-                                  "params": params}).encode() + b"\n")
-        p.stdin.flush()
+        self.p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method,
+                                       "params": params}).encode() + b"\n")
+        self.p.stdin.flush()
         while True:
-            line = p.stdout.readline()
+            line = self.p.stdout.readline()
             t = time.perf_counter()  # parsed only after the clock stops
             if not line:
-                raise SystemExit(f"{cmd[0]} exited")
+                raise SystemExit(f"{self.cmd[0]} exited")
             answer = json.loads(line) if line.startswith(b"{") else {}
             if answer.get("id") == msg_id:
                 return line, answer, t  # anything else is a notification or a log line
 
+    def initialize(self):
+        """initialize and its notification; the moment the answer was read."""
+        _, _, t = self.ask(0, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
+                                             "clientInfo": {"name": "peers-bench", "version": "1"}})
+        self.p.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        return t
+
+    def close(self):
+        self.p.stdin.close()
+        try:
+            self.p.wait(5)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+
+
+def bare_mode(cmd, env, tool, args, a):
+    """Server-side times with a bare JSON-RPC client; the last response line's bytes."""
+    server = Stdio(cmd, env, a)
     try:
-        ask(0, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                              "clientInfo": {"name": "peers-bench", "version": "1"}})
-        p.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        server.initialize()
         times = []
         for i in range(1, a.warmup + a.calls + 1):
             t0 = time.perf_counter()
-            line, answer, t1 = ask(i, "tools/call", {"name": tool, "arguments": args})
+            line, answer, t1 = server.ask(i, "tools/call", {"name": tool, "arguments": args})
             if "error" in answer or answer["result"].get("isError"):
                 raise SystemExit(f"{tool} failed: {line[:500]!r}")
             if i > a.warmup:
                 times.append(t1 - t0)
         return times, len(line.rstrip(b"\n"))
     finally:
-        p.stdin.close()
-        try:
-            p.wait(5)
-        except subprocess.TimeoutExpired:
-            p.kill()
+        server.close()
 
 
 def start_mode(cmd, env, tool, args, a):
     """Seconds from spawning a server to the answers of initialize, tools/list and a first call."""
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                         env={**os.environ, **env}, cwd=a.scratch)
-
-    def ask(msg_id, method, params):
-        p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method,
-                                  "params": params}).encode() + b"\n")
-        p.stdin.flush()
-        while True:
-            line = p.stdout.readline()
-            if not line:
-                raise SystemExit(f"{cmd[0]} exited")
-            answer = json.loads(line) if line.startswith(b"{") else {}
-            if answer.get("id") == msg_id:
-                return answer, time.perf_counter() - t0
-
+    server = Stdio(cmd, env, a)
     try:
-        _, init = ask(0, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},
-                                        "clientInfo": {"name": "peers-bench", "version": "1"}})
-        p.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
-        _, listed = ask(1, "tools/list", {})
-        answer, called = ask(2, "tools/call", {"name": tool, "arguments": args})
+        init = server.initialize()
+        _, _, listed = server.ask(1, "tools/list", {})
+        line, answer, called = server.ask(2, "tools/call", {"name": tool, "arguments": args})
         if "error" in answer or answer["result"].get("isError"):
-            raise SystemExit(f"{tool} failed: {json.dumps(answer)[:500]}")
-        return init, listed, called
+            raise SystemExit(f"{tool} failed: {line[:500]!r}")
+        return init - t0, listed - t0, called - t0
     finally:
-        p.stdin.close()
-        try:
-            p.wait(5)
-        except subprocess.TimeoutExpired:
-            p.kill()
+        server.close()
 
 
 def with_cache_dir(cmd, cache):

@@ -201,15 +201,8 @@ struct RawEndpoint {
 impl Policy {
     /// Reads the one policy a component (or core module) carries, at any nesting depth.
     pub fn from_component(wasm: &[u8]) -> Result<Self, PolicyError> {
-        let mut found = Vec::new();
-        for payload in wasmparser::Parser::new(0).parse_all(wasm) {
-            let payload = payload.map_err(|e| PolicyError::NotAComponent(e.to_string()))?;
-            if let wasmparser::Payload::CustomSection(section) = payload
-                && section.name() == SECTION
-            {
-                found.push(section.data());
-            }
-        }
+        let found = crate::listing::custom_sections(wasm, SECTION)
+            .map_err(|e| PolicyError::NotAComponent(e.to_string()))?;
         match found.as_slice() {
             [] => Err(PolicyError::Missing),
             [one] => Self::parse(
