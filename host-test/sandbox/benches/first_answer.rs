@@ -12,7 +12,7 @@
 //! the same user made).
 
 use crm_host::cache::{CacheKey, ComponentCache};
-use crm_host::{AuditLog, CallRequest, Host, HostLimits, PluginVersion, Runtime, TenantSpec};
+use crm_host::{AuditLog, CallRequest, Host, HostLimits, PluginVersion, Runtime};
 use crm_sandbox::stub::{Reply, StubBackend};
 use serde_json::json;
 use std::path::Path;
@@ -66,18 +66,7 @@ fn host(runtime: Arc<Runtime>, plugin: Arc<PluginVersion>) -> Host {
         )
     });
     let host = Host::new(runtime, Arc::new(stub), AuditLog::discard());
-    host.add_tenant(
-        TenantSpec {
-            tenant_id: "bench".into(),
-            proxy_base: "https://broker.example.com".parse().unwrap(),
-            credential: crm_host::credential::Credential::new("bench-credential"),
-            settings: vec![],
-            results_dir: None,
-            mappings: crm_host::tenant_db::DbLocation::Memory,
-        },
-        plugin,
-    )
-    .unwrap();
+    host.add_tenant(crate::bench_tenant(), plugin).unwrap();
     host
 }
 

@@ -114,18 +114,7 @@ fn main() {
             Reply::json(200, json!({"attributes": {"type": "Account", "url": "/x"}, "Id": id, "Name": "Acme", "Industry": "Energy"}))
         });
         let host = Arc::new(Host::new(runtime, Arc::new(stub), AuditLog::discard()));
-        host.add_tenant(
-            TenantSpec {
-                tenant_id: "bench".into(),
-                proxy_base: "https://broker.example.com".parse().unwrap(),
-                credential: crm_host::credential::Credential::new("bench-credential"),
-                settings: vec![],
-                results_dir: None,
-                mappings: crm_host::tenant_db::DbLocation::Memory,
-            },
-            plugin,
-        )
-        .unwrap();
+        host.add_tenant(bench_tenant(), plugin).unwrap();
         let runtime_for_queries = host.runtime().clone();
         if aggregate_only {
             aggregate::figures(&runtime_for_queries, &wasm).await;
@@ -163,6 +152,18 @@ fn main() {
         network::figures(&wasm).await;
         fleet::figures(&wasm).await;
     });
+}
+
+/// The benches' tenant `bench`: a broker on no network (the stub answers), its store in memory.
+fn bench_tenant() -> TenantSpec {
+    TenantSpec {
+        tenant_id: "bench".into(),
+        proxy_base: "https://broker.example.com".parse().unwrap(),
+        credential: crm_host::credential::Credential::new("bench-credential"),
+        settings: vec![],
+        results_dir: None,
+        mappings: crm_host::tenant_db::DbLocation::Memory,
+    }
 }
 
 /// Instantiate + call through the whole host, against the in-process stub: from a task on the

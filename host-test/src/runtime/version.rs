@@ -48,11 +48,6 @@ impl PluginVersion {
             Some(Ok(_)) => None,
         }
     }
-
-    /// Waits until the code is compiled; says why when it cannot be.
-    pub async fn compiled(&self) -> Result<(), CodeUnavailable> {
-        self.code.pre().await.map(drop)
-    }
 }
 
 /// The version already loaded from the same bytes, if one is still in use.
