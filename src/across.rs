@@ -438,8 +438,9 @@ fn owner_emails(session: &mut Session<'_>) -> Option<Map<String, Value>> {
             .results
             .into_iter()
             .filter_map(|o| Some((o.id, Value::String(o.email?))))
-            .collect(),
+            .collect::<Vec<_>>(),
     )
+    .map(crate::sorted_map::json_object)
 }
 
 // --- Salesforce -------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ pub mod registry;
 pub(crate) mod result_file;
 pub mod retry;
 pub(crate) mod schema;
+mod sorted_map;
 mod status;
 pub mod time;
 mod timeline;

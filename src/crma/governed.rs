@@ -135,10 +135,12 @@ impl GovernedCrm for Hubspot {
     ) -> Result<(), ToolError> {
         let object_type = ObjectType::parse(object).map_err(ToolError::invalid)?;
         // HubSpot clears a property set to empty text.
-        let properties: Map<String, Value> = values
-            .iter()
-            .map(|(k, v)| (k.clone(), if v.is_null() { json!("") } else { v.clone() }))
-            .collect();
+        let properties = crate::sorted_map::json_object(
+            values
+                .iter()
+                .map(|(k, v)| (k.clone(), if v.is_null() { json!("") } else { v.clone() }))
+                .collect(),
+        );
         let call = Call::get(
             Operation::Write(object_type),
             vec!["crm", "v3", "objects", object, record_id],

@@ -50,7 +50,8 @@ impl PropertyValues {
                 };
                 Ok((name.as_str().to_string(), Value::String(text)))
             })
-            .collect()
+            .collect::<Result<Vec<_>, _>>()
+            .map(crate::sorted_map::json_object)
     }
 }
 

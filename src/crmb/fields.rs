@@ -4,7 +4,7 @@ use super::ids::ApiName;
 use crate::error::ToolError;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 use serde::{Deserialize, Deserializer};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
@@ -69,11 +69,12 @@ impl FieldValues {
                 "{name} cannot be set: the record id is chosen by Salesforce (to change a record, use crmb_update_record with record_id)"
             )));
         }
-        let body: Map<String, Value> = self
-            .0
-            .iter()
-            .map(|(k, v)| (k.as_str().to_string(), v.0.clone()))
-            .collect();
+        let body = crate::sorted_map::json_object(
+            self.0
+                .iter()
+                .map(|(k, v)| (k.as_str().to_string(), v.0.clone()))
+                .collect(),
+        );
         Ok(Value::Object(body))
     }
 }

@@ -121,7 +121,9 @@ impl CurrentValues {
                 .unwrap_or(Value::Null)
         };
         CurrentValues {
-            values: fields.iter().map(|f| (f.to_string(), find(f))).collect(),
+            values: crate::sorted_map::json_object(
+                fields.iter().map(|f| (f.to_string(), find(f))).collect(),
+            ),
             last_changed_by: match find(changed_by) {
                 Value::String(s) if !s.is_empty() => Some(s),
                 Value::Number(n) => Some(n.to_string()),

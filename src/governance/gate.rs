@@ -381,7 +381,8 @@ impl Stopped {
                 let change = serde_json::json!({"current": current, "new": new});
                 (field.clone(), change)
             })
-            .collect();
+            .collect::<Vec<_>>();
+        let changes = crate::sorted_map::json_object(changes);
         let next_step = format!(
             "Nothing was written. Show the user this change; {} call {tool} again with the same \
              input and \"confirmation_token\" to make it.",

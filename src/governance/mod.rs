@@ -144,11 +144,11 @@ pub fn canonical(value: &Value) -> String {
             Value::Object(map) => {
                 let mut keys: Vec<&String> = map.keys().collect();
                 keys.sort();
-                Value::Object(
+                Value::Object(crate::sorted_map::json_object(
                     keys.into_iter()
                         .map(|k| (k.clone(), sorted(&map[k])))
                         .collect(),
-                )
+                ))
             }
             Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
             other => other.clone(),

@@ -234,7 +234,8 @@ impl Tally {
     }
 
     fn metric_values(&self, cell: &Cell) -> Map<String, Value> {
-        self.metrics
+        let values = self
+            .metrics
             .iter()
             .map(|metric| {
                 let at = self
@@ -247,7 +248,8 @@ impl Tally {
                     value.map_or(Value::Null, |d| Value::String(d.to_string())),
                 )
             })
-            .collect()
+            .collect();
+        crate::sorted_map::json_object(values)
     }
 
     /// The groups, named by `labels` and sorted by `order`, and the totals.

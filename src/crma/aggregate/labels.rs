@@ -14,6 +14,7 @@ use crate::crma::owner_names;
 use crate::crma::properties;
 use crate::crma::types::{ObjectType, PropertyName};
 use crate::error::ToolError;
+use crate::sorted_map::by_text;
 use crate::tool::Session;
 use serde::Deserialize;
 
@@ -81,11 +82,13 @@ impl Definition {
         let mut options: Vec<&OptionDefinition> = self.options.iter().collect();
         options.sort_by_key(|o| o.display_order.unwrap_or(i64::MAX));
         Labels {
-            names: options
-                .into_iter()
-                .enumerate()
-                .map(|(rank, o)| (o.value.clone(), (o.label.clone(), Some(rank))))
-                .collect(),
+            names: by_text(
+                options
+                    .into_iter()
+                    .enumerate()
+                    .map(|(rank, o)| (o.value.clone(), (o.label.clone(), Some(rank))))
+                    .collect(),
+            ),
         }
     }
 }
@@ -124,23 +127,27 @@ pub(crate) fn pipeline_labels(
             })
             .enumerate()
             .map(|(rank, (id, label))| (id, (label, Some(rank))))
-            .collect()
+            .collect::<Vec<_>>()
     } else {
         pipelines
             .into_iter()
             .enumerate()
             .map(|(rank, p)| (p.id, (p.label, Some(rank))))
-            .collect()
+            .collect::<Vec<_>>()
     };
-    Ok(Labels { names })
+    Ok(Labels {
+        names: by_text(names),
+    })
 }
 
 /// Owners' names by owner id. Owners are not ranked: groups of owners sort by name.
 pub(crate) fn owner_labels(session: &mut Session<'_>) -> Result<Labels, ToolError> {
     Ok(Labels {
-        names: owner_names(session)?
-            .into_iter()
-            .map(|(id, name)| (id, (name, None)))
-            .collect(),
+        names: by_text(
+            owner_names(session)?
+                .into_iter()
+                .map(|(id, name)| (id, (name, None)))
+                .collect(),
+        ),
     })
 }
