@@ -289,8 +289,9 @@ impl TenantsFile {
     /// host (a credential variable) is checked as each host applies the file.
     pub fn parse(text: &str) -> Result<Self, String> {
         let file: TenantsFile = toml::from_str(text).map_err(|e| e.to_string())?;
+        // Looked up by id, never scanned: a file lists up to a hundred thousand tenants.
         let mut ids = std::collections::HashSet::new();
-        if let Some(twice) = file.tenants.iter().find(|t| !ids.insert(&t.id)) {
+        if let Some(twice) = file.tenants.iter().find(|t| !ids.insert(t.id.as_str())) {
             return Err(format!("tenant {:?} is listed twice", twice.id));
         }
         let mut hashes = std::collections::HashSet::new();
@@ -305,7 +306,7 @@ impl TenantsFile {
             ));
         }
         for token in &file.tokens {
-            if !file.tenants.iter().any(|t| t.id == token.tenant) {
+            if !ids.contains(token.tenant.as_str()) {
                 return Err(format!(
                     "a token names tenant {:?}, which is not listed",
                     token.tenant
@@ -334,11 +335,7 @@ impl TenantsFile {
                     "the provider {name} lists no tenants: name the tenants it may act for"
                 ));
             }
-            if let Some(t) = provider
-                .tenants
-                .iter()
-                .find(|t| !file.tenants.iter().any(|e| &e.id == *t))
-            {
+            if let Some(t) = provider.tenants.iter().find(|t| !ids.contains(t.as_str())) {
                 return Err(format!(
                     "the provider {name} names tenant {t:?}, which is not listed"
                 ));
@@ -376,13 +373,11 @@ impl TenantsFile {
         instance_url: impl Fn(&TenantEntry) -> Option<String>,
         jwks_backend: Option<Arc<dyn Backend>>,
     ) -> Result<TokenTable, String> {
+        let by_id: HashMap<&str, &TenantEntry> =
+            self.tenants.iter().map(|t| (t.id.as_str(), t)).collect();
         let mut by_hash = HashMap::new();
         for token in &self.tokens {
-            let tenant = self
-                .tenants
-                .iter()
-                .find(|t| t.id == token.tenant)
-                .ok_or("unknown tenant")?;
+            let tenant = *by_id.get(token.tenant.as_str()).ok_or("unknown tenant")?;
             let principal = Principal {
                 tenant_id: tenant.id.clone(),
                 user_id: token.user.clone(),

@@ -55,9 +55,11 @@ pub(crate) fn plan<'a>(
             (entry.id.clone(), step)
         })
         .collect();
+    let listed_ids: std::collections::HashSet<&str> =
+        listed.iter().map(|entry| entry.id.as_str()).collect();
     let mut gone: Vec<String> = applied
         .keys()
-        .filter(|id| !listed.iter().any(|entry| &entry.id == *id))
+        .filter(|id| !listed_ids.contains(id.as_str()))
         .cloned()
         .collect();
     gone.sort();
