@@ -433,14 +433,13 @@ fn owner_emails(session: &mut Session<'_>) -> Option<Map<String, Value>> {
     let call = Call::get(Operation::ListOwners, vec!["crm", "v3", "owners"], "owners")
         .with_query(vec![("limit", "500".into())]);
     let owners: Owners = crma_client::send_for(session, call).ok()?;
-    Some(
+    Some(crate::sorted_map::json_object(
         owners
             .results
             .into_iter()
             .filter_map(|o| Some((o.id, Value::String(o.email?))))
-            .collect::<Vec<_>>(),
-    )
-    .map(crate::sorted_map::json_object)
+            .collect(),
+    ))
 }
 
 // --- Salesforce -------------------------------------------------------------------------------
