@@ -8,7 +8,6 @@
 use crate::audit::{AuditEvent, AuditLog, millis};
 use crate::backend::Backend;
 use crate::bindings::{CallContext, ToolError, ToolMetadata, ToolSpec};
-use crate::connections::Connections;
 use crate::credential::Credential;
 use crate::egress::{Crm, Roots};
 use crate::governance::HostPolicy;
@@ -31,6 +30,9 @@ mod call_store;
 use call_store::CallSite;
 /// Following the fleet's store: what other hosts announce.
 mod fleet;
+/// A tenant's store, connections and results directory, opened at first need.
+mod opened;
+use opened::{Opened, TenantState};
 /// An operator's disconnects and reconnects.
 mod operator;
 /// Tenants taken out of service on this host, and whether the host is ready.
@@ -74,14 +76,9 @@ struct TenantEntry {
     origin: BrokerOrigin,
     /// Where each CRM's integration sits on the broker, for the egress policy.
     roots: Arc<Roots>,
-    /// The credential per CRM, while connected; shared across swaps.
-    connections: Arc<Connections>,
-    /// The credential the tenant was registered with: what a reconnect announced by another
-    /// host of the fleet restores.
-    credential: Credential,
     config: Arc<WasiConfigVariables>,
-    results_dir: Option<PathBuf>,
-    mappings: Arc<TenantDb>,
+    /// The tenant's store, connections and results directory; shared across swaps.
+    state: Arc<TenantState>,
     /// The operator's policy for the tenant: hidden tools, masked fields, token lifetime.
     policy: Arc<HostPolicy>,
     plugin: Arc<PluginVersion>,
@@ -159,12 +156,52 @@ impl Host {
         &self.runtime
     }
 
-    /// Registers (or re-registers) a tenant with a component version.
+    /// Registers (or re-registers) a tenant with a component version, opening its store and
+    /// results directory now: a registration fails when they cannot be opened.
     pub fn add_tenant(
         &self,
         spec: TenantSpec,
         plugin: Arc<PluginVersion>,
     ) -> Result<(), CallError> {
+        let tenant_id = spec.tenant_id.clone();
+        let entry = self.entry(spec, plugin)?;
+        entry
+            .state
+            .open_now()
+            .map_err(|why| CallError::BadTenant(tenant_id.clone(), why))?;
+        self.insert(&tenant_id, entry);
+        Ok(())
+    }
+
+    /// Registers (or re-registers) a tenant with a component version, leaving its store and
+    /// results directory to its first call: listing a tenant opens no file and sends no
+    /// query, so a host's start does not grow with its tenants. A store that then fails to
+    /// open takes the tenant out of service, named in [`Host::readiness`], until it opens.
+    pub fn list_tenant(
+        &self,
+        spec: TenantSpec,
+        plugin: Arc<PluginVersion>,
+    ) -> Result<(), CallError> {
+        let tenant_id = spec.tenant_id.clone();
+        let entry = self.entry(spec, plugin)?;
+        self.insert(&tenant_id, entry);
+        Ok(())
+    }
+
+    fn insert(&self, tenant_id: &str, entry: TenantEntry) {
+        self.tenants
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(tenant_id.to_owned(), Arc::new(entry));
+        self.back_in_service(tenant_id);
+    }
+
+    /// A tenant's entry from its spec, checked (its broker, its policy), nothing opened.
+    fn entry(
+        &self,
+        spec: TenantSpec,
+        plugin: Arc<PluginVersion>,
+    ) -> Result<TenantEntry, CallError> {
         let origin = BrokerOrigin::from_url(&spec.proxy_base).ok_or_else(|| {
             CallError::BadTenant(spec.tenant_id.clone(), "the proxy base has no host".into())
         })?;
@@ -183,50 +220,24 @@ impl Host {
                 .map_err(|e| {
                     CallError::BadTenant(spec.tenant_id.clone(), format!("policy: {e}"))
                 })?;
-        let results_dir = match spec.results_dir {
-            Some(dir) => {
-                let bad = |e: std::io::Error| {
-                    CallError::BadTenant(
-                        spec.tenant_id.clone(),
-                        format!("results directory {}: {e}", dir.display()),
-                    )
-                };
-                crate::private_fs::create_dir_all(&dir).map_err(bad)?;
-                let dir = dir.canonicalize().map_err(bad)?;
-                settings.push(("CRM_RESULTS_DIR".into(), RESULTS_LABEL.into()));
-                Some(dir)
-            }
-            None => None,
-        };
-        let mappings = TenantDb::open(&spec.tenant_id, &spec.mappings).map_err(|e| {
-            CallError::BadTenant(spec.tenant_id.clone(), format!("mapping store: {e}"))
-        })?;
-        let disconnected: Vec<Crm> = mappings
-            .disconnected()
-            .map_err(|e| {
-                CallError::BadTenant(spec.tenant_id.clone(), format!("mapping store: {e}"))
-            })?
-            .iter()
-            .filter_map(|crm| Crm::from_integration(crm))
-            .collect();
-        let entry = TenantEntry {
-            tenant_id: spec.tenant_id.as_str().into(),
+        if spec.results_dir.is_some() {
+            settings.push(("CRM_RESULTS_DIR".into(), RESULTS_LABEL.into()));
+        }
+        let tenant_id: Arc<str> = spec.tenant_id.as_str().into();
+        Ok(TenantEntry {
+            tenant_id: tenant_id.clone(),
             origin,
             roots: Arc::new(roots),
-            connections: Arc::new(Connections::new(spec.credential.clone(), &disconnected)),
-            credential: spec.credential,
             config: Arc::new(settings.into_iter().collect()),
-            results_dir,
-            mappings: Arc::new(mappings),
+            state: Arc::new(TenantState::new(
+                tenant_id,
+                spec.credential,
+                spec.results_dir,
+                spec.mappings,
+            )),
             policy: Arc::new(policy),
             plugin,
-        };
-        self.tenants
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(spec.tenant_id.clone(), Arc::new(entry));
-        self.back_in_service(&spec.tenant_id);
-        Ok(())
+        })
     }
 
     /// Replaces a tenant's component with one built from `wasm` (compiled once, outside any
@@ -254,11 +265,8 @@ impl Host {
             tenant_id: old.tenant_id.clone(),
             origin: old.origin.clone(),
             roots: old.roots.clone(),
-            connections: old.connections.clone(),
-            credential: old.credential.clone(),
             config: old.config.clone(),
-            results_dir: old.results_dir.clone(),
-            mappings: old.mappings.clone(),
+            state: old.state.clone(),
             policy: old.policy.clone(),
             plugin,
         };
@@ -276,7 +284,7 @@ impl Host {
     /// The tenant's results directory, where its large query results are (for serving them
     /// back to that tenant alone).
     pub fn results_dir(&self, tenant_id: &str) -> Result<Option<PathBuf>, CallError> {
-        Ok(self.tenant(tenant_id)?.results_dir.clone())
+        Ok(self.opened(tenant_id)?.results_dir.clone())
     }
 
     /// Every tenant's entry now.
@@ -300,7 +308,12 @@ impl Host {
 
     /// The tenant's mapping store, as the host keeps it (for tools around the host, and tests).
     pub fn mappings(&self, tenant_id: &str) -> Result<Arc<TenantDb>, CallError> {
-        Ok(self.tenant(tenant_id)?.mappings.clone())
+        Ok(self.opened(tenant_id)?.mappings.clone())
+    }
+
+    /// The tenant's store, connections and results directory, opened if they were not.
+    fn opened(&self, tenant_id: &str) -> Result<Arc<Opened>, CallError> {
+        self.tenant(tenant_id)?.state.open()
     }
 
     /// The tenant's policy as the host reads it (masking, hidden tools).
@@ -374,7 +387,8 @@ impl Host {
             writes: Arc::default(),
             call_id: "".into(),
         };
-        let mut store = self.store(&pre, &entry, nobody, CallOptions::default())?;
+        let opened = entry.state.open()?;
+        let mut store = self.store(&pre, &entry, &opened, nobody, CallOptions::default())?;
         let plugin_error = |e: wasmtime::Error| CallError::Plugin(format!("{e:#}"));
         let instance = pre
             .instantiate_async(&mut store)
@@ -464,12 +478,16 @@ impl Host {
         if let Err(refused) = self.refuse_hidden(entry, &request.tool).await {
             return (Err(refused), 0);
         }
+        let opened = match entry.state.open() {
+            Ok(opened) => opened,
+            Err(refused) => return (Err(refused), 0),
+        };
         // A tool refused up front is one whose every CRM is disconnected; a tool that may reach
         // either (`crm_revert_change`) still runs for the connected one, and the hooks answer a
         // request to the disconnected one with a typed refusal (`egress`), sending nothing.
         let reaches: Vec<Crm> = entry.plugin.policy.integrations_of(&request.tool).collect();
         if let Some(&integration) = reaches.first()
-            && reaches.iter().all(|i| !entry.connections.is_connected(*i))
+            && reaches.iter().all(|i| !opened.connections.is_connected(*i))
         {
             let crm = match integration {
                 Crm::Hubspot => "HubSpot",
@@ -510,7 +528,7 @@ impl Host {
             writes,
             call_id,
         };
-        let mut store = match self.store(&pre, entry, call, options) {
+        let mut store = match self.store(&pre, entry, &opened, call, options) {
             Ok(store) => store,
             Err(err) => return (Err(err), 0),
         };

@@ -27,6 +27,7 @@ pub mod transfer;
 pub use change::MappingChange;
 pub use error::StoreError;
 pub use postgres::PgStore;
+pub use sqlite::open_stores;
 
 use rows::Rows;
 use std::path::{Path, PathBuf};
@@ -266,6 +267,17 @@ impl TenantDb {
     /// Whether the store answers.
     pub fn ping(&self) -> Result<(), StoreError> {
         self.rows.ping()
+    }
+
+    /// Whether the store answers, if it is open now; `None` for a file store closed to save
+    /// descriptors (it opens again at its tenant's next call, not for a probe).
+    pub fn ping_if_open(&self) -> Option<Result<(), StoreError>> {
+        self.rows.is_open().then(|| self.rows.ping())
+    }
+
+    /// Which store this is: tenants of one shared store (PostgreSQL) answer the same.
+    pub fn store_identity(&self) -> usize {
+        Arc::as_ptr(&self.rows) as *const () as usize
     }
 }
 

@@ -233,8 +233,9 @@ impl Tenants {
             .plugin_of(&entry.id)
             .or_else(|| self.swapped_component(&entry.id))
             .unwrap_or_else(|| self.plugin.clone());
+        // Its store and results directory open at its first call: listing costs no file.
         self.host
-            .add_tenant(spec, plugin)
+            .list_tenant(spec, plugin)
             .map_err(|e| Unbuildable::Here(e.to_string()))
     }
 

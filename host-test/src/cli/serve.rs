@@ -89,15 +89,31 @@ pub(super) struct ServeLimits {
         default_value_t = 60
     )]
     auth_failure_window_seconds: u64,
+    /// Tenants' SQLite stores kept open at once (lowered to fit the open-files limit, at least
+    /// 8); past it, the least recently used idle store is closed until its tenant's next call.
+    #[arg(long, env = "CRM_HOST_MAX_OPEN_STORES", default_value_t = 1000)]
+    max_open_stores: usize,
 }
 
 impl ServeLimits {
+    /// The server's limits, with the open-files limit raised to its hard limit and shared
+    /// between connections and the tenants' stores (whose cap is set for the process here).
     pub(super) fn limits(&self) -> mcp_http::ServerLimits {
+        use mcp_http::listener::{fitting_cap, fitting_stores, raise_open_files_limit};
         use std::time::Duration;
-        let open_files = mcp_http::listener::open_files_limit();
+        let open_files = raise_open_files_limit();
+        let max_connections = fitting_cap(self.max_connections, open_files);
+        let stores = fitting_stores(self.max_open_stores, open_files, max_connections);
+        crate::tenant_db::open_stores::set_limit(stores);
+        tracing::info!(
+            open_files = open_files.unwrap_or_default(),
+            max_connections,
+            max_open_stores = crate::tenant_db::open_stores::limit(),
+            "descriptors shared"
+        );
         mcp_http::ServerLimits {
             connections: mcp_http::ConnectionLimits {
-                max_connections: mcp_http::listener::fitting_cap(self.max_connections, open_files),
+                max_connections,
                 header_read_timeout: Duration::from_secs(self.header_timeout_seconds.max(1)),
                 idle_timeout: Duration::from_secs(self.idle_timeout_seconds.max(1)),
             },

@@ -1,7 +1,7 @@
 //! Each call's store: only its tenant's settings, results directory, mapping store and
 //! connections, and hooks that send to its broker alone.
 
-use super::{CallOptions, Host, TenantEntry};
+use super::{CallOptions, Host, Opened, TenantEntry};
 use crate::hooks::{BrokerHooks, EgressScope};
 use crate::host::CallError;
 use crate::runtime::TenantResources;
@@ -22,6 +22,7 @@ impl Host {
         &self,
         pre: &crate::bindings::PluginPre<crate::runtime::CallState>,
         entry: &TenantEntry,
+        opened: &Opened,
         call: CallSite<'_>,
         options: CallOptions,
     ) -> Result<wasmtime::Store<crate::runtime::CallState>, CallError> {
@@ -39,10 +40,10 @@ impl Host {
             .unwrap_or_else(|| crate::tenant_db::ResultOwner::of(user_id));
         let tenant = TenantResources {
             config: entry.config.clone(),
-            results_dir: entry.results_dir.clone(),
+            results_dir: opened.results_dir.clone(),
             owner,
-            mappings: entry.mappings.clone(),
-            connections: entry.connections.clone(),
+            mappings: opened.mappings.clone(),
+            connections: opened.connections.clone(),
             policy: entry.policy.clone(),
             call_id,
             progress: options.progress,
@@ -56,7 +57,7 @@ impl Host {
                 tool: tool.into(),
                 roots: entry.roots.clone(),
             },
-            connections: entry.connections.clone(),
+            connections: opened.connections.clone(),
             backend: self.backend.clone(),
             audit: self.audit.clone(),
             max_timeout: limits.http_timeout,

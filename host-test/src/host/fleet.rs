@@ -8,7 +8,8 @@
 //! swapped in the same way (calls in flight finish on the old one; listening MCP clients are
 //! told the tool list changed).
 
-use super::{Host, TenantEntry};
+use super::{Host, Opened};
+use crate::credential::Credential;
 use crate::egress::Crm;
 use crate::tenant_db::PgStore;
 use crate::tenant_db::postgres::StoreEvent;
@@ -80,10 +81,12 @@ impl Host {
             for round in 0u64.. {
                 tick.tick().await;
                 let Some(host) = host.upgrade() else { return };
+                // Only an open store can have outcomes waiting: they were settled through it.
                 let waiting: Vec<_> = host
                     .entries()
                     .into_iter()
-                    .filter(|entry| entry.mappings.has_remembered())
+                    .filter_map(|entry| entry.state.opened())
+                    .filter(|opened| opened.mappings.has_remembered())
                     .collect();
                 let sweep = round % SWEEP_EVERY_SECONDS == 0;
                 if waiting.is_empty() && !sweep {
@@ -91,8 +94,8 @@ impl Host {
                 }
                 let store = store.clone();
                 let _ = tokio::task::spawn_blocking(move || {
-                    for entry in waiting {
-                        entry.mappings.settle_remembered();
+                    for opened in waiting {
+                        opened.mappings.settle_remembered();
                     }
                     if sweep {
                         use crate::tenant_db::rows::Rows;
@@ -152,20 +155,29 @@ impl Host {
                 if let (Ok(entry), Some(integration)) =
                     (self.tenant(tenant), Crm::from_integration(crm))
                 {
-                    set_connected(&entry, integration, *connected);
+                    // A tenant whose store is not open yet reads the change when it opens.
+                    let credential = &entry.state.credential;
+                    entry.state.if_open(|opened| {
+                        set_connected(opened, credential, integration, *connected);
+                    });
                 }
             }
             StoreEvent::Resync => {
                 self.adopt_components(store);
                 for entry in self.entries() {
                     // A store that does not answer now keeps the state as it was; the next
-                    // (re)connection of the listener reads it again.
-                    if let Ok(disconnected) = entry.mappings.disconnected() {
-                        for integration in [Crm::Hubspot, Crm::Salesforce] {
-                            let off = disconnected.iter().any(|c| c == integration.integration());
-                            set_connected(&entry, integration, !off);
+                    // (re)connection of the listener reads it again. One not open yet reads
+                    // it when it opens.
+                    let credential = &entry.state.credential;
+                    entry.state.if_open(|opened| {
+                        if let Ok(disconnected) = opened.mappings.disconnected() {
+                            for integration in [Crm::Hubspot, Crm::Salesforce] {
+                                let off =
+                                    disconnected.iter().any(|c| c == integration.integration());
+                                set_connected(opened, credential, integration, !off);
+                            }
                         }
-                    }
+                    });
                 }
             }
         }
@@ -174,15 +186,13 @@ impl Host {
 
 /// Moves one CRM's connection to `connected`, doing nothing when it is there already (so a
 /// running sync is cut only by a real disconnect).
-fn set_connected(entry: &TenantEntry, integration: Crm, connected: bool) {
-    if entry.connections.is_connected(integration) == connected {
+fn set_connected(opened: &Opened, credential: &Credential, integration: Crm, connected: bool) {
+    if opened.connections.is_connected(integration) == connected {
         return;
     }
     if connected {
-        entry
-            .connections
-            .connect(integration, entry.credential.clone());
+        opened.connections.connect(integration, credential.clone());
     } else {
-        entry.connections.disconnect(integration);
+        opened.connections.disconnect(integration);
     }
 }

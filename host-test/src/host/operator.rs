@@ -12,9 +12,9 @@ impl Host {
     /// running send nothing more to it, and a running sync writes nothing. Mappings are kept.
     /// The disconnect is kept in the tenant's store, so it holds after a restart.
     pub fn disconnect(&self, tenant_id: &str, integration: Crm) -> Result<(), CallError> {
-        let entry = self.tenant(tenant_id)?;
-        entry.connections.disconnect(integration);
-        entry
+        let opened = self.opened(tenant_id)?;
+        opened.connections.disconnect(integration);
+        opened
             .mappings
             .set_disconnected(integration.integration(), true)
             .map_err(|e| CallError::BadTenant(tenant_id.into(), format!("mapping store: {e}")))
@@ -27,19 +27,19 @@ impl Host {
         integration: Crm,
         credential: Credential,
     ) -> Result<(), CallError> {
-        let entry = self.tenant(tenant_id)?;
-        entry
+        let opened = self.opened(tenant_id)?;
+        opened
             .mappings
             .set_disconnected(integration.integration(), false)
             .map_err(|e| CallError::BadTenant(tenant_id.into(), format!("mapping store: {e}")))?;
-        entry.connections.connect(integration, credential);
+        opened.connections.connect(integration, credential);
         Ok(())
     }
 
     /// Whether the tenant's `integration` is connected.
     pub fn is_connected(&self, tenant_id: &str, integration: Crm) -> Result<bool, CallError> {
         Ok(self
-            .tenant(tenant_id)?
+            .opened(tenant_id)?
             .connections
             .is_connected(integration))
     }

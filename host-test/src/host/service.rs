@@ -7,12 +7,18 @@
 //! reason, nothing sent, until an entry that builds is added again.
 
 use super::{CallError, Host};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 /// What `/readyz` reports: how many tenants are served, and those out of service with why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Readiness {
     pub tenants: usize,
+    /// Tenants whose store and results directory are open (they have been called).
+    pub loaded: usize,
+    /// SQLite stores open now, and how many may be (the rest closed until their next call).
+    pub open_stores: usize,
+    pub open_stores_limit: usize,
     pub out_of_service: BTreeMap<String, String>,
 }
 
@@ -73,12 +79,21 @@ impl Host {
     }
 
     /// Whether the host can serve: at least one tenant with its component loaded, and every
-    /// served tenant's store answering a query. A tenant out of service leaves the host ready
-    /// (the others are served) but degraded, and named.
+    /// open store answering a query (each shared store once; a tenant's store not open yet is
+    /// not opened for a probe, so a probe costs the same with ten tenants or a hundred
+    /// thousand idle ones). A tenant out of service, or whose store failed to open, leaves the
+    /// host ready (the others are served) but degraded, and named.
     pub fn readiness(&self) -> Result<Readiness, String> {
         let tenants = self.entries();
-        let out_of_service = self.out_of_service();
-        if tenants.is_empty() {
+        let mut out_of_service = self.out_of_service();
+        let mut failed = 0;
+        for entry in &tenants {
+            if let Some(why) = entry.state.failure() {
+                out_of_service.insert(entry.tenant_id.to_string(), why);
+                failed += 1;
+            }
+        }
+        if tenants.len() == failed {
             let named: Vec<String> = out_of_service
                 .iter()
                 .map(|(tenant, why)| format!("tenant {tenant} is out of service: {why}"))
@@ -88,19 +103,32 @@ impl Host {
                 false => format!("no tenant is in service here; {}", named.join("; ")),
             });
         }
+        let mut versions = HashSet::new();
+        let mut stores = HashSet::new();
+        let mut loaded = 0;
         for entry in &tenants {
             // A load balancer sends calls elsewhere while this host compiles (a call here would
             // wait for it) or when its component cannot be compiled at all.
-            if let Some(why) = entry.plugin.code_unavailable() {
+            if versions.insert(Arc::as_ptr(&entry.plugin))
+                && let Some(why) = entry.plugin.code_unavailable()
+            {
                 return Err(why);
             }
-            entry
-                .mappings
-                .disconnected()
-                .map_err(|e| format!("a tenant's store does not answer: {e}"))?;
+            let Some(opened) = entry.state.opened() else {
+                continue;
+            };
+            loaded += 1;
+            if stores.insert(opened.mappings.store_identity())
+                && let Some(Err(e)) = opened.mappings.ping_if_open()
+            {
+                return Err(format!("a tenant's store does not answer: {e}"));
+            }
         }
         Ok(Readiness {
-            tenants: tenants.len(),
+            tenants: tenants.len() - failed,
+            loaded,
+            open_stores: crate::tenant_db::open_stores::open_now(),
+            open_stores_limit: crate::tenant_db::open_stores::limit(),
             out_of_service,
         })
     }

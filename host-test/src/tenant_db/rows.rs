@@ -277,4 +277,10 @@ pub trait Rows: Send + Sync {
 
     /// A cheap query, for readiness.
     fn ping(&self) -> Result<(), StoreError>;
+
+    /// Whether the store is open now: a store closed to save descriptors is not opened again
+    /// only to be pinged.
+    fn is_open(&self) -> bool {
+        true
+    }
 }

@@ -5,104 +5,18 @@
 use super::rows::{ChangeFilter, Confirmation, JournalRow, Kind, Rows, Staged, Status, StatusMove};
 use super::{CreatedRow, DbLocation, StoreError, StoredMapping};
 use rusqlite::{Connection, OptionalExtension, params};
-use std::sync::Mutex;
+
+pub mod open_stores;
+mod schema;
 
 /// One SQLite connection, for one tenant's store.
 pub struct SqliteRows {
-    conn: Mutex<Connection>,
+    store: open_stores::Store,
 }
-
-/// The mapping, created-id and disconnect tables.
-const TABLES: &str = "
-    CREATE TABLE IF NOT EXISTS mappings (
-        tenant        TEXT    NOT NULL,
-        kind          TEXT    NOT NULL CHECK (kind IN ('user', 'owner')),
-        crm_id        TEXT    NOT NULL,
-        fields        TEXT    NOT NULL CHECK (json_valid(fields)),
-        deleted       INTEGER NOT NULL DEFAULT 0,
-        deleted_at_ms INTEGER,
-        created_at_ms INTEGER NOT NULL,
-        updated_at_ms INTEGER NOT NULL,
-        PRIMARY KEY (tenant, kind, crm_id)
-    );
-    CREATE TABLE IF NOT EXISTS created_records (
-        seq           INTEGER PRIMARY KEY,
-        tenant        TEXT    NOT NULL,
-        user_id       TEXT    NOT NULL,
-        crm           TEXT    NOT NULL,
-        object_type   TEXT    NOT NULL,
-        record_id     TEXT    NOT NULL,
-        created_at_ms INTEGER NOT NULL
-    );
-    CREATE TABLE IF NOT EXISTS disconnected (
-        tenant          TEXT    NOT NULL,
-        crm             TEXT    NOT NULL CHECK (crm IN ('crm-a', 'crm-b')),
-        disconnected_at_ms INTEGER NOT NULL,
-        PRIMARY KEY (tenant, crm)
-    );
-    CREATE TEMP TABLE IF NOT EXISTS change_observed (
-        change  INTEGER NOT NULL,
-        kind    TEXT    NOT NULL,
-        crm_id  TEXT    NOT NULL,
-        fields  TEXT    NOT NULL,
-        deleted INTEGER NOT NULL,
-        PRIMARY KEY (change, kind, crm_id)
-    ) WITHOUT ROWID;
-    CREATE TEMP TABLE IF NOT EXISTS change_writes (
-        change  INTEGER NOT NULL,
-        kind    TEXT    NOT NULL,
-        crm_id  TEXT    NOT NULL,
-        fields  TEXT    NOT NULL,
-        deleted INTEGER NOT NULL,
-        PRIMARY KEY (change, kind, crm_id)
-    ) WITHOUT ROWID;";
-
-/// The change journal's table; `{name}` is filled in (a migration builds it under another
-/// name first).
-const CHANGES_TABLE: &str = "CREATE TABLE IF NOT EXISTS {name} (
-             seq        INTEGER PRIMARY KEY,
-             id         TEXT    NOT NULL UNIQUE,
-             tenant     TEXT    NOT NULL,
-             at_ms      INTEGER NOT NULL,
-             user_id    TEXT    NOT NULL,
-             tool       TEXT    NOT NULL,
-             call_id    TEXT    NOT NULL,
-             status     TEXT    NOT NULL
-                        CHECK (status IN ('pending', 'applied', 'failed', 'unknown', 'declined')),
-             crm        TEXT    NOT NULL CHECK (crm IN ('hubspot', 'salesforce')),
-             kind       TEXT    NOT NULL CHECK (kind IN ('create', 'update', 'merge', 'association')),
-             object     TEXT    NOT NULL,
-             record_id  TEXT,
-             old_values TEXT    NOT NULL CHECK (json_valid(old_values)),
-             new_values TEXT    NOT NULL CHECK (json_valid(new_values)),
-             reverts    TEXT,
-             lease_until_ms INTEGER
-         )";
-
-/// The columns every version of the journal's table has had, in order.
-const OLDEST_CHANGE_COLUMNS: &str = "seq, id, tenant, at_ms, user_id, tool, call_id, status, crm, \
-                                     kind, object, record_id, old_values, new_values, reverts";
 
 /// When a pending change's lease ends: a row journalled before leases existed gets ten minutes
 /// from its journalling, longer than any call may run.
 const LEASE_END: &str = "COALESCE(lease_until_ms, at_ms + 600000)";
-
-const JOURNAL_TABLES: &str = "
-    CREATE INDEX IF NOT EXISTS changes_by_record ON changes (tenant, record_id);
-    CREATE TABLE IF NOT EXISTS confirmations (
-        id           TEXT    PRIMARY KEY,
-        tenant       TEXT    NOT NULL,
-        user_id      TEXT    NOT NULL,
-        tool         TEXT    NOT NULL,
-        input_sha256 TEXT    NOT NULL,
-        values_read  TEXT    NOT NULL CHECK (json_valid(values_read)),
-        expires_ms   INTEGER NOT NULL,
-        used_at_ms   INTEGER
-    );
-    CREATE TABLE IF NOT EXISTS host_keys (
-        name  TEXT PRIMARY KEY,
-        value BLOB NOT NULL
-    );";
 
 /// The columns an insert names, in order.
 const INSERTED: &str =
@@ -123,41 +37,32 @@ const COLUMNS: &str = "id, at_ms, user_id, tool, call_id, status, crm, kind, obj
                        old_values, new_values, reverts";
 
 impl SqliteRows {
-    /// Opens (creating when missing) the database at `location`, with its tables.
+    /// Opens (creating when missing) the database at `location`, with its tables. A file
+    /// store counts against the process's limit of open stores ([`open_stores`]): closed when
+    /// idle past it, opened again by its next query.
     pub fn open(location: &DbLocation) -> Result<Self, StoreError> {
-        let conn = match location {
-            DbLocation::File(path) => {
-                if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-                    crate::private_fs::create_dir_all(dir)
-                        .map_err(|e| StoreError::Unavailable(format!("{}: {e}", dir.display())))?;
-                }
-                crate::private_fs::touch(path)
-                    .map_err(|e| StoreError::Unavailable(format!("{}: {e}", path.display())))?;
-                Connection::open(path)
-                    .map_err(|e| StoreError::Unavailable(format!("{}: {e}", path.display())))?
-            }
-            DbLocation::Memory => Connection::open_in_memory()?,
+        let path = match location {
+            DbLocation::File(path) => Some(path.clone()),
+            DbLocation::Memory => None,
             DbLocation::Postgres(_) => {
                 return Err(StoreError::Invalid("not a SQLite location".into()));
             }
         };
-        conn.execute_batch(
-            "PRAGMA journal_mode = WAL;
-             PRAGMA synchronous = NORMAL;
-             PRAGMA busy_timeout = 5000;",
-        )?;
-        conn.execute_batch(TABLES)?;
-        conn.execute_batch(&CHANGES_TABLE.replace("{name}", "changes"))?;
-        allow_declined(&conn)?;
-        add_leases(&conn)?;
-        conn.execute_batch(JOURNAL_TABLES)?;
+        Self::open_counted(path, open_stores::OpenStores::process())
+    }
+
+    /// Opens the store at `path` (in memory when `None`), counted against `budget`.
+    fn open_counted(
+        path: Option<std::path::PathBuf>,
+        budget: std::sync::Arc<open_stores::OpenStores>,
+    ) -> Result<Self, StoreError> {
         Ok(SqliteRows {
-            conn: Mutex::new(conn),
+            store: open_stores::Store::open(path, budget)?,
         })
     }
 
-    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
-        self.conn.lock().unwrap_or_else(|e| e.into_inner())
+    fn conn(&self) -> Result<open_stores::Open<'_>, StoreError> {
+        self.store.conn()
     }
 }
 
@@ -170,7 +75,7 @@ impl SqliteRows {
         after: i64,
         limit: u32,
     ) -> Result<Vec<(i64, JournalRow)>, StoreError> {
-        let conn = self.conn();
+        let conn = self.conn()?;
         let mut statement = conn.prepare_cached(&format!(
             "SELECT {COLUMNS}, seq FROM changes WHERE tenant = ?1 AND seq > ?2
              ORDER BY seq LIMIT ?3"
@@ -181,45 +86,6 @@ impl SqliteRows {
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
-}
-
-/// A journal made before writes could be declined checks its status against the four older
-/// values; SQLite cannot change a CHECK in place, so the table is rebuilt with every row, in
-/// one transaction.
-fn allow_declined(conn: &Connection) -> Result<(), StoreError> {
-    let sql: String = conn.query_row(
-        "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'changes'",
-        [],
-        |row| row.get(0),
-    )?;
-    if sql.contains("'declined'") {
-        return Ok(());
-    }
-    // Rolled back on any failure: the old table stays as it was.
-    let tx = conn.unchecked_transaction()?;
-    tx.execute_batch(&format!(
-        "{};
-         INSERT INTO changes_declinable ({OLDEST_CHANGE_COLUMNS})
-             SELECT {OLDEST_CHANGE_COLUMNS} FROM changes;
-         DROP TABLE changes;
-         ALTER TABLE changes_declinable RENAME TO changes;",
-        CHANGES_TABLE.replace("{name}", "changes_declinable")
-    ))?;
-    Ok(tx.commit()?)
-}
-
-/// A journal made before changes were leased to their calls gets the lease column (empty for
-/// its rows: see [`LEASE_END`]).
-fn add_leases(conn: &Connection) -> Result<(), StoreError> {
-    let has_lease: bool = conn.query_row(
-        "SELECT count(*) > 0 FROM pragma_table_info('changes') WHERE name = 'lease_until_ms'",
-        [],
-        |row| row.get(0),
-    )?;
-    if !has_lease {
-        conn.execute_batch("ALTER TABLE changes ADD COLUMN lease_until_ms INTEGER")?;
-    }
-    Ok(())
 }
 
 /// A row of `kind, crm_id, fields, deleted`.
@@ -265,7 +131,7 @@ impl Rows for SqliteRows {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<StoredMapping>, StoreError> {
-        let conn = self.conn();
+        let conn = self.conn()?;
         let mut statement = conn.prepare_cached(
             "SELECT kind, crm_id, fields, deleted FROM mappings
              WHERE tenant = ?1 AND kind = ?2 AND (?3 IS NULL OR crm_id > ?3)
@@ -283,7 +149,7 @@ impl Rows for SqliteRows {
         crm_id: &str,
     ) -> Result<Option<StoredMapping>, StoreError> {
         Ok(self
-            .conn()
+            .conn()?
             .query_row(
                 "SELECT kind, crm_id, fields, deleted FROM mappings
                  WHERE tenant = ?1 AND kind = ?2 AND crm_id = ?3",
@@ -294,7 +160,7 @@ impl Rows for SqliteRows {
     }
 
     fn put(&self, tenant: &str, mappings: &[StoredMapping], now: i64) -> Result<(), StoreError> {
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         let tx = conn.transaction()?;
         {
             let mut upsert = tx.prepare_cached(&format!(
@@ -309,7 +175,7 @@ impl Rows for SqliteRows {
     }
 
     fn record_created(&self, row: &CreatedRow) -> Result<(), StoreError> {
-        self.conn().execute(
+        self.conn()?.execute(
             "INSERT INTO created_records (tenant, user_id, crm, object_type, record_id, created_at_ms)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
             params![
@@ -325,7 +191,7 @@ impl Rows for SqliteRows {
     }
 
     fn created_records(&self, tenant: &str) -> Result<Vec<CreatedRow>, StoreError> {
-        let conn = self.conn();
+        let conn = self.conn()?;
         let mut statement = conn.prepare_cached(
             "SELECT tenant, user_id, crm, object_type, record_id, created_at_ms
              FROM created_records WHERE tenant = ?1 ORDER BY seq",
@@ -344,7 +210,7 @@ impl Rows for SqliteRows {
     }
 
     fn disconnected(&self, tenant: &str) -> Result<Vec<String>, StoreError> {
-        let conn = self.conn();
+        let conn = self.conn()?;
         let mut statement =
             conn.prepare_cached("SELECT crm FROM disconnected WHERE tenant = ?1 ORDER BY crm")?;
         let rows = statement.query_map(params![tenant], |row| row.get::<_, String>(0))?;
@@ -358,7 +224,7 @@ impl Rows for SqliteRows {
         disconnected: bool,
         now: i64,
     ) -> Result<(), StoreError> {
-        let conn = self.conn();
+        let conn = self.conn()?;
         if disconnected {
             conn.execute(
                 "INSERT OR IGNORE INTO disconnected (tenant, crm, disconnected_at_ms) VALUES (?1, ?2, ?3)",
@@ -380,7 +246,7 @@ impl Rows for SqliteRows {
         area: Staged,
         mappings: &[StoredMapping],
     ) -> Result<(), StoreError> {
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         let tx = conn.transaction()?;
         {
             let mut insert = tx.prepare_cached(&format!(
@@ -392,7 +258,9 @@ impl Rows for SqliteRows {
                 insert.execute(params![change, m.kind, m.crm_id, m.fields, m.deleted])?;
             }
         }
-        Ok(tx.commit()?)
+        tx.commit()?;
+        conn.staging(change);
+        Ok(())
     }
 
     fn observed(
@@ -403,7 +271,7 @@ impl Rows for SqliteRows {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<StoredMapping>, StoreError> {
-        let conn = self.conn();
+        let conn = self.conn()?;
         let mut statement = conn.prepare_cached(
             "SELECT kind, crm_id, fields, deleted FROM temp.change_observed
              WHERE change = ?1 AND kind = ?2 AND (?3 IS NULL OR crm_id > ?3)
@@ -421,7 +289,7 @@ impl Rows for SqliteRows {
         now: i64,
         unless_disconnected: Option<&str>,
     ) -> Result<bool, StoreError> {
-        let mut conn = self.conn();
+        let mut conn = self.conn()?;
         // IMMEDIATE: the write lock first, so no disconnect lands between the check and the
         // commit, whichever process makes it.
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
@@ -446,11 +314,15 @@ impl Rows for SqliteRows {
         )?;
         delete_staged(&tx, change)?;
         tx.commit()?;
+        conn.staged_none(change);
         Ok(true)
     }
 
     fn discard_change(&self, _tenant: &str, change: i64) -> Result<(), StoreError> {
-        delete_staged(&self.conn(), change)
+        let mut conn = self.conn()?;
+        delete_staged(&conn, change)?;
+        conn.staged_none(change);
+        Ok(())
     }
 
     fn insert_change(
@@ -459,7 +331,7 @@ impl Rows for SqliteRows {
         row: &JournalRow,
         lease_until_ms: i64,
     ) -> Result<(), StoreError> {
-        self.conn().execute(
+        self.conn()?.execute(
             "INSERT INTO changes (id, tenant, at_ms, user_id, tool, call_id, status, crm, kind,
                  object, record_id, old_values, new_values, reverts, lease_until_ms)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
@@ -485,7 +357,7 @@ impl Rows for SqliteRows {
     }
 
     fn expire_leases(&self, tenant: Option<&str>, now_ms: i64) -> Result<u64, StoreError> {
-        let changed = self.conn().execute(
+        let changed = self.conn()?.execute(
             &format!(
                 "UPDATE changes SET status = 'unknown'
                  WHERE status = 'pending' AND (?1 IS NULL OR tenant = ?1)
@@ -497,7 +369,7 @@ impl Rows for SqliteRows {
     }
 
     fn move_status(&self, tenant: &str, step: &StatusMove<'_>) -> Result<bool, StoreError> {
-        let changed = self.conn().execute(
+        let changed = self.conn()?.execute(
             "UPDATE changes SET status = ?1, record_id = COALESCE(record_id, ?2)
              WHERE tenant = ?3 AND id = ?4 AND (?5 IS NULL OR call_id = ?5) AND status = ?6",
             params![
@@ -518,7 +390,7 @@ impl Rows for SqliteRows {
         filter: &ChangeFilter<'_>,
         limit: u32,
     ) -> Result<Vec<JournalRow>, StoreError> {
-        let conn = self.conn();
+        let conn = self.conn()?;
         let mut statement = conn.prepare_cached(&format!(
             "SELECT {COLUMNS} FROM changes WHERE tenant = ?1
                AND (?2 IS NULL OR user_id = ?2)
@@ -541,7 +413,7 @@ impl Rows for SqliteRows {
 
     fn change(&self, tenant: &str, id: &str) -> Result<Option<JournalRow>, StoreError> {
         Ok(self
-            .conn()
+            .conn()?
             .query_row(
                 &format!("SELECT {COLUMNS} FROM changes WHERE tenant = ?1 AND id = ?2"),
                 params![tenant, id],
@@ -552,7 +424,7 @@ impl Rows for SqliteRows {
 
     /// One key per file (tenants sharing a file share it; the MAC covers the tenant).
     fn signing_key(&self, _tenant: &str, candidate: &[u8]) -> Result<Vec<u8>, StoreError> {
-        let conn = self.conn();
+        let conn = self.conn()?;
         // Another host on the file may have made one meanwhile: theirs wins.
         conn.execute(
             "INSERT OR IGNORE INTO host_keys (name, value) VALUES ('confirmations', ?1)",
@@ -566,7 +438,7 @@ impl Rows for SqliteRows {
     }
 
     fn insert_confirmation(&self, tenant: &str, row: &Confirmation) -> Result<(), StoreError> {
-        self.conn().execute(
+        self.conn()?.execute(
             "INSERT INTO confirmations (id, tenant, user_id, tool, input_sha256, values_read, expires_ms)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             params![
@@ -584,7 +456,7 @@ impl Rows for SqliteRows {
 
     fn confirmation(&self, tenant: &str, id: &str) -> Result<Option<Confirmation>, StoreError> {
         Ok(self
-            .conn()
+            .conn()?
             .query_row(
                 "SELECT id, user_id, tool, input_sha256, values_read, expires_ms, used_at_ms
                  FROM confirmations WHERE tenant = ?1 AND id = ?2",
@@ -606,7 +478,7 @@ impl Rows for SqliteRows {
 
     fn claim_confirmation(&self, tenant: &str, id: &str, now: i64) -> Result<bool, StoreError> {
         // Only one update finds it unused, even between two hosts on the file.
-        let claimed = self.conn().execute(
+        let claimed = self.conn()?.execute(
             "UPDATE confirmations SET used_at_ms = ?1
              WHERE tenant = ?2 AND id = ?3 AND used_at_ms IS NULL",
             params![now, tenant, id],
@@ -616,7 +488,7 @@ impl Rows for SqliteRows {
 
     /// The temporary tables are this connection's, which serves one tenant.
     fn staged_rows(&self, _tenant: &str) -> Result<i64, StoreError> {
-        Ok(self.conn().query_row(
+        Ok(self.conn()?.query_row(
             "SELECT (SELECT count(*) FROM temp.change_observed)
                   + (SELECT count(*) FROM temp.change_writes)",
             [],
@@ -625,8 +497,12 @@ impl Rows for SqliteRows {
     }
 
     fn ping(&self) -> Result<(), StoreError> {
-        self.conn().query_row("SELECT 1", [], |_| Ok(()))?;
+        self.conn()?.query_row("SELECT 1", [], |_| Ok(()))?;
         Ok(())
+    }
+
+    fn is_open(&self) -> bool {
+        self.store.is_open()
     }
 }
 

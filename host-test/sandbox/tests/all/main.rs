@@ -36,4 +36,5 @@ mod startup_errors;
 mod status;
 mod sync;
 mod tasks;
+mod tenants_many;
 mod timeline;

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-const BINARY: &str = env!("CARGO_BIN_EXE_crm-sandbox");
+pub(crate) const BINARY: &str = env!("CARGO_BIN_EXE_crm-sandbox");
 
 /// `crm-sandbox --store URL args…`, its JSON answer.
 pub(crate) fn command(store: &str, dir: &Path, args: &[&str]) -> Value {
@@ -143,7 +143,8 @@ impl Serving {
         broker: &Broker,
         env: &[(&str, &str)],
     ) -> Self {
-        let mut child = std::process::Command::new(BINARY)
+        let mut command = std::process::Command::new(BINARY);
+        command
             .env("XDG_CACHE_HOME", crate::fixtures::cache_home())
             .envs(env.iter().copied())
             .arg("--store")
@@ -152,7 +153,13 @@ impl Serving {
             .arg(dir.join(name))
             .arg("--ca-cert")
             .arg(&broker.cert)
-            .args(["serve", "--listen", "127.0.0.1:0"])
+            .args(["serve", "--listen", "127.0.0.1:0"]);
+        Serving::spawn(command)
+    }
+
+    /// Runs `command` (a `serve`), its stdout read for where it listens.
+    pub(crate) fn spawn(mut command: std::process::Command) -> Self {
+        let mut child = command
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::null())
             .spawn()
@@ -200,6 +207,11 @@ impl Serving {
         let text = String::from_utf8_lossy(&response.unwrap().unwrap().stdout).into_owned();
         let (body, status) = text.rsplit_once('\n').unwrap();
         (status.parse().unwrap(), body.to_string())
+    }
+
+    /// The server's process id.
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// The origin, without `/mcp`.

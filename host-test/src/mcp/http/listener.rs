@@ -263,6 +263,34 @@ pub async fn accept_loop<F, Fut>(
     }
 }
 
+/// Raises this process's open-files limit to its hard limit (a server's stores and
+/// connections need descriptors; the soft limit is often a fraction of what is allowed), and
+/// returns the limit now in force.
+pub fn raise_open_files_limit() -> Option<u64> {
+    #[cfg(unix)]
+    {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes one rlimit into the struct we own; setrlimit reads it.
+        unsafe {
+            if libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) == 0
+                && limit.rlim_cur < limit.rlim_max
+            {
+                let raised = libc::rlimit {
+                    rlim_cur: limit.rlim_max,
+                    rlim_max: limit.rlim_max,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &raised) != 0 {
+                    tracing::warn!("the open-files limit stays at {}", limit.rlim_cur);
+                }
+            }
+        }
+    }
+    open_files_limit()
+}
+
 /// The open-files limit of this process, if the platform tells it.
 pub fn open_files_limit() -> Option<u64> {
     #[cfg(unix)]
@@ -278,6 +306,23 @@ pub fn open_files_limit() -> Option<u64> {
     #[cfg(not(unix))]
     {
         None
+    }
+}
+
+/// Descriptors neither connections nor stores may take: the broker's pooled connections, the
+/// fleet database's pool, result files being written, the log and the compiled-code cache.
+const OTHER_FILES: u64 = 64;
+
+/// How many SQLite stores may be open at once: what is asked, but never more than the
+/// descriptors left once `connections` are open and [`OTHER_FILES`] kept aside.
+pub fn fitting_stores(asked: usize, open_files: Option<u64>, connections: usize) -> usize {
+    let per_store = crate::tenant_db::open_stores::FILES_PER_STORE as u64;
+    match open_files {
+        Some(limit) => {
+            let left = limit.saturating_sub(connections as u64 + OTHER_FILES);
+            asked.min((left / per_store) as usize)
+        }
+        None => asked,
     }
 }
 
@@ -346,6 +391,17 @@ mod tests {
         assert_eq!(fitting_cap(1024, Some(512)), 384);
         assert_eq!(fitting_cap(1024, Some(64)), 16);
         assert_eq!(fitting_cap(10, None), 10);
+    }
+
+    #[test]
+    fn stores_get_what_connections_and_the_rest_leave() {
+        // 1024 files: 384 connections, 64 aside, 576 left for 144 stores of 4 files.
+        assert_eq!(fitting_stores(1000, Some(1024), 384), 144);
+        assert_eq!(fitting_stores(100, Some(1024), 384), 100);
+        // Under `ulimit -n 256`: 128 connections, 64 aside, 16 stores.
+        assert_eq!(fitting_stores(1000, Some(256), 128), 16);
+        assert_eq!(fitting_stores(1000, Some(100), 128), 0);
+        assert_eq!(fitting_stores(1000, None, 128), 1000);
     }
 
     #[tokio::test]

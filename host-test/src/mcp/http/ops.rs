@@ -25,6 +25,9 @@ pub(super) fn ready(host: &Host) -> Response<Body> {
                     "ready": true,
                     "status": if readiness.is_degraded() { "degraded" } else { "ok" },
                     "tenants": readiness.tenants,
+                    "loaded": readiness.loaded,
+                    "open_stores": readiness.open_stores,
+                    "open_stores_limit": readiness.open_stores_limit,
                     "out_of_service": out_of_service,
                 }),
             )
