@@ -34,6 +34,8 @@ const CALLS: usize = 2000;
 
 #[path = "startup.rs"]
 mod startup;
+#[path = "tenants.rs"]
+mod tenants;
 
 fn main() {
     let memory_only = std::env::args().any(|a| a == "memory");
@@ -65,6 +67,19 @@ fn main() {
         size::figures(&wasm, env!("CRM_PLUGIN_NAMED_WASM"));
         return;
     }
+    // `tenants`: only the many-tenants figures (`serve` processes with up to 100,000 tenants).
+    let tenants_only = std::env::args().any(|a| a == "tenants");
+    if tenants_only {
+        tenants::figures();
+        return;
+    }
+    let whole_run = !(memory_only
+        || percall_only
+        || mapping_only
+        || network_only
+        || aggregate_only
+        || fleet_only
+        || start_only);
 
     if !memory_only
         && !percall_only
@@ -152,6 +167,9 @@ fn main() {
         network::figures(&wasm).await;
         fleet::figures(&wasm).await;
     });
+    if whole_run {
+        tenants::figures();
+    }
 }
 
 /// The benches' tenant `bench`: a broker on no network (the stub answers), its store in memory.

@@ -95,18 +95,43 @@ pub(super) struct AppliedRegistry {
     file: Option<Arc<TenantsFile>>,
 }
 
-/// [`Effects`] on this host.
-struct OnHost<'a>(&'a Tenants);
+/// [`Effects`] on this host, with what one application reads once for all its tenants: the
+/// environment's settings and, on the fleet's store, every tenant's swapped-in component.
+struct OnHost<'a> {
+    tenants: &'a Tenants,
+    env: Vec<(String, String)>,
+    swapped: Swapped,
+}
+
+impl<'a> OnHost<'a> {
+    fn new(tenants: &'a Tenants) -> Self {
+        OnHost {
+            tenants,
+            env: env_settings(),
+            swapped: Swapped::default(),
+        }
+    }
+}
+
+/// The fleet store's swapped-in components, read at the first tenant that needs them (one
+/// query for every tenant), each loaded once however many tenants run it.
+#[derive(Default)]
+struct Swapped {
+    by_tenant: Option<HashMap<String, String>>,
+    loaded: HashMap<String, Option<Arc<PluginVersion>>>,
+}
 
 impl Effects for OnHost<'_> {
     fn build(&mut self, entry: &TenantEntry) -> Result<(), String> {
-        self.0.build(entry).map_err(|e| e.to_string())
+        self.tenants
+            .build(entry, &self.env, &mut self.swapped)
+            .map_err(|e| e.to_string())
     }
     fn take_out(&mut self, tenant: &str, why: &str) {
-        self.0.host.take_out_of_service(tenant, why);
+        self.tenants.host.take_out_of_service(tenant, why);
     }
     fn remove(&mut self, tenant: &str) {
-        self.0.host.remove_tenant(tenant);
+        self.tenants.host.remove_tenant(tenant);
     }
 }
 
@@ -146,7 +171,7 @@ impl Tenants {
         file: Arc<TenantsFile>,
     ) -> BTreeMap<String, String> {
         let steps = plan::plan(&applied.tenants, &file.tenants);
-        let tenants = plan::carry_out(&applied.tenants, steps, &mut OnHost(self));
+        let tenants = plan::carry_out(&applied.tenants, steps, &mut OnHost::new(self));
         self.settle(
             applied,
             AppliedRegistry {
@@ -165,7 +190,7 @@ impl Tenants {
             "this host cannot read registry version {version} ({why}): upgrade it to the \
              crm-host that imported the registry, or import a file it reads"
         );
-        let tenants = plan::unreadable(&applied.tenants, &why, &mut OnHost(self));
+        let tenants = plan::unreadable(&applied.tenants, &why, &mut OnHost::new(self));
         self.tokens.replace(TokenTable::default());
         self.credentials.replace(HashMap::new());
         self.operator.replace(None);
@@ -219,7 +244,12 @@ impl Tenants {
 
     /// Registers one tenant on the host, on the component it runs (the one swapped in for it
     /// in the fleet's store, else this host's).
-    fn build(&self, entry: &TenantEntry) -> Result<(), Unbuildable> {
+    fn build(
+        &self,
+        entry: &TenantEntry,
+        env: &[(String, String)],
+        swapped: &mut Swapped,
+    ) -> Result<(), Unbuildable> {
         if entry.proxy_base.is_some() != self.on_broker {
             let kind = |broker| if broker { "broker" } else { "sandbox" };
             return Err(Unbuildable::OtherKind {
@@ -227,11 +257,17 @@ impl Tenants {
                 is: kind(entry.proxy_base.is_some()),
             });
         }
-        let spec = tenant_spec(&self.options, &self.store, self.built_in.as_deref(), entry)?;
+        let spec = tenant_spec(
+            &self.options,
+            &self.store,
+            self.built_in.as_deref(),
+            entry,
+            env,
+        )?;
         let plugin = self
             .host
             .plugin_of(&entry.id)
-            .or_else(|| self.swapped_component(&entry.id))
+            .or_else(|| self.swapped_component(&entry.id, swapped))
             .unwrap_or_else(|| self.plugin.clone());
         // Its store and results directory open at its first call: listing costs no file.
         self.host
@@ -241,17 +277,25 @@ impl Tenants {
 
     /// The component the fleet's store says `tenant` runs, loaded, for a tenant this host is
     /// (again) adding; none without one (or when it does not load: the host's own is used).
-    fn swapped_component(&self, tenant: &str) -> Option<Arc<PluginVersion>> {
+    fn swapped_component(&self, tenant: &str, swapped: &mut Swapped) -> Option<Arc<PluginVersion>> {
         let store = self.store.postgres()?;
-        let sha256 = store.tenant_component(tenant).ok()??;
-        let loaded = store
-            .component(&sha256)
-            .map_err(|e| e.to_string())
-            .and_then(|wasm| wasm.ok_or_else(|| "not in the store".to_string()))
-            .and_then(|wasm| self.host.runtime().load(&wasm).map_err(|e| e.to_string()));
-        loaded
-            .inspect_err(|e| tracing::warn!("tenant {tenant}: the swapped component {sha256}: {e}"))
-            .ok()
+        let by_tenant = swapped.by_tenant.get_or_insert_with(|| {
+            store
+                .tenant_components()
+                .inspect_err(|e| tracing::warn!("the swapped components: {e}"))
+                .unwrap_or_default()
+        });
+        let sha256 = by_tenant.get(tenant)?.clone();
+        let loaded = swapped.loaded.entry(sha256.clone()).or_insert_with(|| {
+            store
+                .component(&sha256)
+                .map_err(|e| e.to_string())
+                .and_then(|wasm| wasm.ok_or_else(|| "not in the store".to_string()))
+                .and_then(|wasm| self.host.runtime().load(&wasm).map_err(|e| e.to_string()))
+                .inspect_err(|e| tracing::warn!("the swapped component {sha256}: {e}"))
+                .ok()
+        });
+        loaded.clone()
     }
 
     /// Where an operator's reconnect takes `tenant`'s credential from.
@@ -386,6 +430,7 @@ pub(super) fn tenant_spec(
     store: &Store,
     built_in: Option<&dyn BuiltInCrm>,
     tenant: &TenantEntry,
+    env: &[(String, String)],
 ) -> Result<TenantSpec, Unbuildable> {
     let mut spec = match &tenant.proxy_base {
         None => {
@@ -413,7 +458,7 @@ pub(super) fn tenant_spec(
             }
         }
     };
-    spec.settings.extend(env_settings());
+    spec.settings.extend(env.iter().cloned());
     // The tenant's own policy table wins over the process-wide environment.
     spec.settings.extend(tenant.policy.settings());
     spec.results_dir = Some(match &options.results_dir {

@@ -115,9 +115,13 @@ impl Host {
 
     /// Swaps in, for each tenant here, the component the store says it runs (when it differs).
     pub fn adopt_components(&self, store: &PgStore) {
+        // One query for every tenant, not a round trip each.
+        let Ok(swapped) = store.tenant_components() else {
+            return;
+        };
         for entry in self.entries() {
-            if let Ok(Some(sha256)) = store.tenant_component(&entry.tenant_id) {
-                self.adopt_component(store, &entry.tenant_id, &sha256);
+            if let Some(sha256) = swapped.get(&*entry.tenant_id) {
+                self.adopt_component(store, &entry.tenant_id, sha256);
             }
         }
     }

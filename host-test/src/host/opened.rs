@@ -123,6 +123,15 @@ impl TenantState {
         }
     }
 
+    /// The fleet's database the tenant's store is in, if it is one: readiness pings it
+    /// whether or not the tenant has been opened.
+    pub(super) fn shared_store(&self) -> Option<&Arc<crate::tenant_db::PgStore>> {
+        match &self.location {
+            DbLocation::Postgres(store) => Some(store),
+            _ => None,
+        }
+    }
+
     /// Why the tenant's state could not be opened, while that stands.
     pub(super) fn failure(&self) -> Option<String> {
         match &*self.opening.lock().unwrap_or_else(|e| e.into_inner()) {

@@ -104,6 +104,7 @@ impl Host {
             });
         }
         let mut versions = HashSet::new();
+        // Each store once, by identity: the fleet's database is shared by all its tenants.
         let mut stores = HashSet::new();
         let mut loaded = 0;
         for entry in &tenants {
@@ -113,6 +114,15 @@ impl Host {
                 && let Some(why) = entry.plugin.code_unavailable()
             {
                 return Err(why);
+            }
+            // The fleet's database answers for every tenant in it, opened or not.
+            if let Some(shared) = entry.state.shared_store()
+                && stores.insert(Arc::as_ptr(shared) as *const () as usize)
+            {
+                use crate::tenant_db::rows::Rows;
+                shared
+                    .ping()
+                    .map_err(|e| format!("a tenant's store does not answer: {e}"))?;
             }
             let Some(opened) = entry.state.opened() else {
                 continue;

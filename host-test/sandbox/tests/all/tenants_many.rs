@@ -113,3 +113,50 @@ async fn a_host_with_more_tenants_than_open_files_serves_each_of_them_one_after_
     drop(host);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A listed tenant whose store cannot be opened is found out at its first call: refused with
+/// nothing sent, out of service and named in readiness (the host stays ready for the others),
+/// and served once the store can be opened, at a call after the retry wait.
+#[tokio::test]
+async fn a_store_that_cannot_be_opened_takes_its_tenant_out_of_service_at_its_first_call() {
+    use crate::fixtures::{fixture, get_account, record_stub, sf_tenant};
+    use crm_host::CallError;
+    use crm_host::tenant_db::DbLocation;
+    let dir = crate::fixtures::temp_dir("tenants-broken-store");
+    std::fs::create_dir_all(&dir).unwrap();
+    // A file where the store's folder should be: nothing can be made under it.
+    let blocker = dir.join("t3");
+    std::fs::write(&blocker, "not a folder").unwrap();
+    let fixture = fixture(record_stub(std::time::Duration::ZERO));
+    let host = &fixture.host;
+    let mut spec = sf_tenant("t3", "https://broker-three.example.com", "cred-three", &[]);
+    spec.mappings = DbLocation::File(blocker.join("mappings.sqlite"));
+    host.list_tenant(spec, host.plugin_of("t1").unwrap())
+        .expect("listing opens nothing, so it cannot fail on the store");
+    let ready = host.readiness().unwrap();
+    assert_eq!(ready.loaded, 2, "t1 and t2, added with their stores open; t3 not");
+    assert!(!ready.is_degraded());
+
+    let refused = host.call(get_account("t3")).await.unwrap_err();
+    assert!(
+        matches!(&refused, CallError::OutOfService { tenant, why }
+            if tenant == "t3" && why.contains("mapping store")),
+        "{refused:?}"
+    );
+    assert!(fixture.stub.requests().is_empty(), "nothing was sent");
+    let ready = host.readiness().unwrap();
+    assert!(ready.is_degraded());
+    assert!(
+        ready.out_of_service["t3"].contains("mapping store"),
+        "{ready:?}"
+    );
+    host.call(get_account("t1")).await.unwrap();
+
+    // Fixed on disk: still refused within the retry wait, served after it.
+    std::fs::remove_file(&blocker).unwrap();
+    assert!(host.call(get_account("t3")).await.is_err());
+    tokio::time::sleep(std::time::Duration::from_millis(3100)).await;
+    host.call(get_account("t3")).await.unwrap();
+    assert!(!host.readiness().unwrap().is_degraded());
+    let _ = std::fs::remove_dir_all(&dir);
+}

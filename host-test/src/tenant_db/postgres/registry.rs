@@ -108,6 +108,20 @@ impl PgStore {
         })
     }
 
+    /// Every tenant's swapped-in component, by tenant: one query, whatever the tenant count
+    /// (a host starting or resyncing reads them all at once).
+    pub fn tenant_components(
+        &self,
+    ) -> Result<std::collections::HashMap<String, String>, StoreError> {
+        self.with(|c| async move {
+            let rows = c
+                .query("SELECT tenant, sha256 FROM tenant_components", &[])
+                .await
+                .map_err(db_error)?;
+            Ok(rows.iter().map(|r| (r.get(0), r.get(1))).collect())
+        })
+    }
+
     /// A kept component's bytes.
     pub fn component(&self, sha256: &str) -> Result<Option<Vec<u8>>, StoreError> {
         let sha = sha256.to_owned();

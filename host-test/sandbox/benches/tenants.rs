@@ -1,0 +1,219 @@
+//! `cargo bench -p crm-sandbox --bench plugin -- tenants`: what many tenants cost one `serve`
+//! host (issue 43). For each count (`TENANTS_COUNTS`, default 100,10000,100000) of broker
+//! tenants with one token each, on SQLite under a fresh data directory: the time from spawn to
+//! the `listening` line, resident memory and open descriptors then, and again after one call
+//! to each of `TENANTS_ACTIVE` (default 1,000) tenants picked at random (seeded), with the
+//! calls' p50/p99 (the first call of a tenant opens its store). The component is compiled into
+//! the cache first, so every start is "after the component is compiled".
+
+use rmcp::model::CallToolRequestParams;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{ServiceExt, model::CallToolResult};
+use serde_json::{Value, json};
+use std::io::BufRead;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BINARY: &str = env!("CARGO_BIN_EXE_crm-sandbox");
+
+pub fn figures() {
+    let counts: Vec<usize> = std::env::var("TENANTS_COUNTS")
+        .unwrap_or_else(|_| "100,10000,100000".into())
+        .split(',')
+        .filter_map(|n| n.trim().parse().ok())
+        .collect();
+    let active: usize = std::env::var("TENANTS_ACTIVE")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1000);
+    let dir = std::env::temp_dir().join(format!("crm-bench-tenants-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let cache = dir.join("cache");
+    let compiled = Command::new(BINARY)
+        .env("XDG_CACHE_HOME", &cache)
+        .arg("precompile")
+        .output()
+        .unwrap();
+    assert!(compiled.status.success(), "precompile failed");
+    let broker = Broker::start(&dir, &cache);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    println!("tenants per host (SQLite, one token each; {active} tenants called once each):");
+    for count in counts {
+        let run = dir.join(format!("n{count}"));
+        std::fs::create_dir_all(&run).unwrap();
+        let tenants = run.join("tenants.toml");
+        std::fs::write(&tenants, tenants_file(count, &broker.url)).unwrap();
+        let started = Instant::now();
+        let mut host = Command::new(BINARY)
+            .env("XDG_CACHE_HOME", &cache)
+            .env("BENCH_CREDENTIAL", &broker.credential)
+            .arg("--data-dir")
+            .arg(run.join("data"))
+            .arg("--ca-cert")
+            .arg(&broker.cert)
+            .args(["serve", "--listen", "127.0.0.1:0", "--tenants"])
+            .arg(&tenants)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let url = listening(&mut host);
+        let listen = started.elapsed();
+        let at_listen = Process::of(&host);
+        let calls = runtime.block_on(call_each(&url, count, active));
+        let after = Process::of(&host);
+        let _ = host.kill();
+        let _ = host.wait();
+        let (p50, p99) = percentiles(calls);
+        println!(
+            "  {count:>7} tenants: listening after {:>8.1} ms; at listen {:>6.1} MB, {:>5} fds; \
+             after the calls {:>6.1} MB (peak {:>6.1} MB), {:>5} fds; a call p50 {:>6.2} ms, \
+             p99 {:>6.2} ms",
+            listen.as_secs_f64() * 1e3,
+            at_listen.rss_kib as f64 / 1024.0,
+            at_listen.fds,
+            after.rss_kib as f64 / 1024.0,
+            after.hwm_kib as f64 / 1024.0,
+            after.fds,
+            p50.as_secs_f64() * 1e3,
+            p99.as_secs_f64() * 1e3,
+        );
+        let _ = std::fs::remove_dir_all(&run);
+    }
+    drop(broker);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `count` broker tenants sharing one credential variable, and a token each (`token-{i}`).
+fn tenants_file(count: usize, broker: &str) -> String {
+    let mut text = String::with_capacity(count * 300);
+    for i in 0..count {
+        text += &format!(
+            "[[tenants]]\nid = \"t{i:06}\"\nproxy_base = \"{broker}\"\n\
+             credential_env = \"BENCH_CREDENTIAL\"\ninstance_url = \"{}\"\n",
+            crm_sandbox::SandboxCrm::instance_url("acme")
+        );
+    }
+    for i in 0..count {
+        text += &format!(
+            "[[tokens]]\nsha256 = \"{}\"\ntenant = \"t{i:06}\"\nuser = \"u\"\n",
+            crm_host::mcp::tenants::token_hash(&format!("token-{i}"))
+        );
+    }
+    text
+}
+
+/// One call (a Salesforce record read) to each of `active` tenants of `count`, picked by a
+/// seeded xorshift: each call's time, its client's handshake included.
+async fn call_each(url: &str, count: usize, active: usize) -> Vec<Duration> {
+    let mut state: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut times = Vec::with_capacity(active);
+    for _ in 0..active {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let tenant = (state % count as u64) as usize;
+        let started = Instant::now();
+        let config = StreamableHttpClientTransportConfig::with_uri(url.to_string())
+            .auth_header(format!("token-{tenant}"));
+        let client = ().serve(StreamableHttpClientTransport::from_config(config)).await;
+        let client = client.expect("the token is let in");
+        let params: CallToolRequestParams = serde_json::from_value(json!({
+            "name": "crmb_get_record",
+            "arguments": {"object": "Account", "record_id": "0015gA000000001ABA",
+                          "fields": ["Name"]},
+        }))
+        .unwrap();
+        let answer: CallToolResult = client.call_tool(params).await.unwrap();
+        assert_ne!(answer.is_error, Some(true), "t{tenant:06}: {answer:?}");
+        times.push(started.elapsed());
+        let _ = client.cancel().await;
+    }
+    times
+}
+
+fn percentiles(mut samples: Vec<Duration>) -> (Duration, Duration) {
+    samples.sort();
+    let at = |q: f64| samples[((samples.len() - 1) as f64 * q) as usize];
+    (at(0.5), at(0.99))
+}
+
+/// What the kernel says of a process: resident memory now and at its peak, open descriptors.
+struct Process {
+    rss_kib: u64,
+    hwm_kib: u64,
+    fds: usize,
+}
+
+impl Process {
+    fn of(child: &Child) -> Self {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+                .unwrap_or(0)
+        };
+        Process {
+            rss_kib: field("VmRSS:"),
+            hwm_kib: field("VmHWM:"),
+            fds: std::fs::read_dir(format!("/proc/{}/fd", child.id()))
+                .map(|d| d.count())
+                .unwrap_or(0),
+        }
+    }
+}
+
+/// The URL a `serve` prints on its first stdout line.
+fn listening(child: &mut Child) -> String {
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let said: Value =
+        serde_json::from_str(&line).unwrap_or_else(|_| panic!("serve's first line: {line:?}"));
+    said["listening"].as_str().unwrap().to_string()
+}
+
+/// The sandbox CRM served as an HTTPS broker: its URL, certificate and acme's credential.
+struct Broker {
+    child: Child,
+    url: String,
+    cert: std::path::PathBuf,
+    credential: String,
+}
+
+impl Broker {
+    fn start(dir: &Path, cache: &Path) -> Self {
+        let cert = dir.join("broker.pem");
+        let mut child = Command::new(BINARY)
+            .env("XDG_CACHE_HOME", cache)
+            .args(["sandbox", "--listen", "127.0.0.1:0", "--cert-out"])
+            .arg(&cert)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let said: Value = serde_json::from_str(&line).unwrap();
+        Broker {
+            child,
+            url: said["listening"].as_str().unwrap().to_string(),
+            cert,
+            credential: said["credentials"]["acme"].as_str().unwrap().to_string(),
+        }
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
