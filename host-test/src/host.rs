@@ -9,9 +9,8 @@ use crate::audit::{AuditEvent, AuditLog, millis};
 use crate::backend::Backend;
 use crate::bindings::{CallContext, ToolError, ToolMetadata, ToolSpec};
 use crate::credential::Credential;
-use crate::egress::{Crm, Roots};
+use crate::egress::Crm;
 use crate::governance::HostPolicy;
-use crate::hooks::BrokerOrigin;
 use crate::progress::ProgressSink;
 use crate::runtime::{PluginVersion, Runtime, ToolListing};
 use crate::tenant_db::{DbLocation, TenantDb};
@@ -21,7 +20,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::{Duration, Instant};
 use url::Url;
-use wasmtime_wasi_config::WasiConfigVariables;
 
 /// Why a call produced no tool result.
 mod call_error;
@@ -37,6 +35,8 @@ use opened::{Opened, TenantState};
 mod operator;
 /// Tenants taken out of service on this host, and whether the host is ready.
 mod service;
+/// What tenants on one broker under one policy share, built once.
+mod shape;
 
 pub use call_error::CallError;
 pub use service::Readiness;
@@ -73,14 +73,10 @@ const RESULTS_LABEL: &str = "/results";
 /// A registered tenant, immutable once built; a swap replaces the whole entry.
 struct TenantEntry {
     tenant_id: Arc<str>,
-    origin: BrokerOrigin,
-    /// Where each CRM's integration sits on the broker, for the egress policy.
-    roots: Arc<Roots>,
-    config: Arc<WasiConfigVariables>,
+    /// Its broker, egress roots, settings and policy: shared with every tenant like it.
+    shape: Arc<shape::Shape>,
     /// The tenant's store, connections and results directory; shared across swaps.
     state: Arc<TenantState>,
-    /// The operator's policy for the tenant: hidden tools, masked fields, token lifetime.
-    policy: Arc<HostPolicy>,
     plugin: Arc<PluginVersion>,
 }
 
@@ -111,6 +107,8 @@ pub struct Host {
     answer_form: crate::answer_form::AnswerForm,
     /// Listed tenants this host cannot serve, with why (see [`Host::take_out_of_service`]).
     out_of_service: RwLock<std::collections::BTreeMap<String, String>>,
+    /// Brokers, settings and policies, each built once for every tenant that has it.
+    shapes: shape::Shapes,
 }
 
 impl Host {
@@ -125,6 +123,7 @@ impl Host {
             pacer: None,
             answer_form: crate::answer_form::AnswerForm::default(),
             out_of_service: RwLock::default(),
+            shapes: shape::Shapes::default(),
         }
     }
 
@@ -163,14 +162,7 @@ impl Host {
         spec: TenantSpec,
         plugin: Arc<PluginVersion>,
     ) -> Result<(), CallError> {
-        let tenant_id = spec.tenant_id.clone();
-        let entry = self.entry(spec, plugin)?;
-        entry
-            .state
-            .open_now()
-            .map_err(|why| CallError::BadTenant(tenant_id.clone(), why))?;
-        self.insert(&tenant_id, entry);
-        Ok(())
+        self.register(spec, plugin, true)
     }
 
     /// Registers (or re-registers) a tenant with a component version, leaving its store and
@@ -182,8 +174,24 @@ impl Host {
         spec: TenantSpec,
         plugin: Arc<PluginVersion>,
     ) -> Result<(), CallError> {
+        self.register(spec, plugin, false)
+    }
+
+    /// Checks and registers a tenant, its state opened now when `open_now`.
+    fn register(
+        &self,
+        spec: TenantSpec,
+        plugin: Arc<PluginVersion>,
+        open_now: bool,
+    ) -> Result<(), CallError> {
         let tenant_id = spec.tenant_id.clone();
         let entry = self.entry(spec, plugin)?;
+        if open_now {
+            entry
+                .state
+                .open_now()
+                .map_err(|why| CallError::BadTenant(tenant_id.clone(), why))?;
+        }
         self.insert(&tenant_id, entry);
         Ok(())
     }
@@ -202,40 +210,25 @@ impl Host {
         spec: TenantSpec,
         plugin: Arc<PluginVersion>,
     ) -> Result<TenantEntry, CallError> {
-        let origin = BrokerOrigin::from_url(&spec.proxy_base).ok_or_else(|| {
-            CallError::BadTenant(spec.tenant_id.clone(), "the proxy base has no host".into())
-        })?;
-        let mut settings: Vec<(String, String)> = spec
+        let settings: Vec<(String, String)> = spec
             .settings
             .into_iter()
             .filter(|(k, _)| k.starts_with("CRM_") && k != PROXY_BASE_VAR && k != CREDENTIAL_VAR)
             .collect();
-        let roots = Roots::new(
-            &spec.proxy_base,
-            settings.iter().map(|(k, v)| (k.as_str(), v.as_str())),
-        );
-        settings.push((PROXY_BASE_VAR.into(), spec.proxy_base.to_string()));
-        let policy =
-            HostPolicy::from_settings(settings.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-                .map_err(|e| {
-                    CallError::BadTenant(spec.tenant_id.clone(), format!("policy: {e}"))
-                })?;
-        if spec.results_dir.is_some() {
-            settings.push(("CRM_RESULTS_DIR".into(), RESULTS_LABEL.into()));
-        }
+        let shape = self
+            .shapes
+            .get(&spec.proxy_base, settings, spec.results_dir.is_some())
+            .map_err(|why| CallError::BadTenant(spec.tenant_id.clone(), why))?;
         let tenant_id: Arc<str> = spec.tenant_id.as_str().into();
         Ok(TenantEntry {
             tenant_id: tenant_id.clone(),
-            origin,
-            roots: Arc::new(roots),
-            config: Arc::new(settings.into_iter().collect()),
+            shape,
             state: Arc::new(TenantState::new(
                 tenant_id,
                 spec.credential,
                 spec.results_dir,
                 spec.mappings,
             )),
-            policy: Arc::new(policy),
             plugin,
         })
     }
@@ -263,11 +256,8 @@ impl Host {
             .ok_or_else(|| CallError::UnknownTenant(tenant_id.into()))?;
         let entry = TenantEntry {
             tenant_id: old.tenant_id.clone(),
-            origin: old.origin.clone(),
-            roots: old.roots.clone(),
-            config: old.config.clone(),
+            shape: old.shape.clone(),
             state: old.state.clone(),
-            policy: old.policy.clone(),
             plugin,
         };
         tenants.insert(tenant_id.into(), Arc::new(entry));
@@ -318,12 +308,12 @@ impl Host {
 
     /// The tenant's policy as the host reads it (masking, hidden tools).
     pub fn policy(&self, tenant_id: &str) -> Result<Arc<HostPolicy>, CallError> {
-        Ok(self.tenant(tenant_id)?.policy.clone())
+        Ok(self.tenant(tenant_id)?.shape.policy.clone())
     }
 
     /// The tools the tenant's component offers, less those the tenant's policy makes useless.
     pub async fn list_tools(&self, tenant_id: &str) -> Result<Vec<ToolSpec>, CallError> {
-        let policy = self.tenant(tenant_id)?.policy.clone();
+        let policy = self.tenant(tenant_id)?.shape.policy.clone();
         Ok(self
             .listing(tenant_id)
             .await?
@@ -337,7 +327,7 @@ impl Host {
     /// Titles, annotations and output schemas of the same tools, in the same order, from the
     /// component's `tool-metadata` export.
     pub async fn tool_metadata(&self, tenant_id: &str) -> Result<Vec<ToolMetadata>, CallError> {
-        let policy = self.tenant(tenant_id)?.policy.clone();
+        let policy = self.tenant(tenant_id)?.shape.policy.clone();
         Ok(self
             .listing(tenant_id)
             .await?
@@ -350,7 +340,7 @@ impl Host {
 
     /// Refuses a tool the tenant's policy hides, naming the rule, before any component runs.
     async fn refuse_hidden(&self, entry: &TenantEntry, tool: &str) -> Result<(), CallError> {
-        if entry.policy.hides(tool, false).is_none() {
+        if entry.shape.policy.hides(tool, false).is_none() {
             return Ok(());
         }
         let listing = self.listing(&entry.tenant_id).await?;
@@ -359,7 +349,7 @@ impl Host {
             .iter()
             .find(|s| s.name == tool)
             .is_some_and(|s| s.read_only);
-        match entry.policy.hides(tool, read_only) {
+        match entry.shape.policy.hides(tool, read_only) {
             Some(rule) => Err(CallError::Tool(ToolError::Forbidden(format!(
                 "{rule}. Nothing was sent. Only a workspace admin can change the policy."
             )))),
@@ -547,9 +537,11 @@ impl Host {
         };
         let result = match tokio::time::timeout(timeout, call).await {
             // Masked fields never leave the host, whatever the component answered.
-            Ok(Ok(Ok(output))) => Ok(entry.policy.mask_text(output)),
+            Ok(Ok(Ok(output))) => Ok(entry.shape.policy.mask_text(output)),
             // And masked values never leave through an error's words either.
-            Ok(Ok(Err(tool_error))) => Err(CallError::Tool(tool_error.masked_by(&entry.policy))),
+            Ok(Ok(Err(tool_error))) => {
+                Err(CallError::Tool(tool_error.masked_by(&entry.shape.policy)))
+            }
             Ok(Err(trap)) => {
                 // The whole error, wasm backtrace included, is the operator's; the client is
                 // told what happened in one line and the call id to ask about.

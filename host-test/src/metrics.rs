@@ -86,6 +86,12 @@ pub struct Metrics {
     pub registry_version: Gauge,
     /// Listed tenants this host cannot serve (`/readyz` names them and why).
     pub tenants_out_of_service: Gauge,
+    /// Tenants listed here, and those of them whose store has been opened (they were called).
+    pub tenants_listed: Gauge,
+    pub tenants_loaded: Gauge,
+    /// SQLite stores open now, and how many may be at once.
+    pub open_stores: Gauge,
+    pub open_stores_limit: Gauge,
 }
 
 fn latency_histogram() -> Histogram {
@@ -146,9 +152,34 @@ impl Default for Metrics {
             "Listed tenants this host cannot serve (see /readyz for which and why)",
             tenants_out_of_service.clone(),
         );
+        let gauge = |registry: &mut Registry, name: &str, help: &str| {
+            let gauge = Gauge::default();
+            registry.register(name, help, gauge.clone());
+            gauge
+        };
+        let tenants_listed = gauge(
+            &mut registry,
+            "tenants_listed",
+            "Tenants listed on this host",
+        );
+        let tenants_loaded = gauge(
+            &mut registry,
+            "tenants_loaded",
+            "Listed tenants whose store and results directory are open (called since the start)",
+        );
+        let open_stores = gauge(&mut registry, "open_stores", "SQLite stores open now");
+        let open_stores_limit = gauge(
+            &mut registry,
+            "open_stores_limit",
+            "SQLite stores that may be open at once (fitted to the open-files limit)",
+        );
         Metrics {
             registry,
             registry_version,
+            tenants_listed,
+            tenants_loaded,
+            open_stores,
+            open_stores_limit,
             tenants_out_of_service,
             calls,
             latency,
@@ -247,6 +278,10 @@ mod tests {
         metrics.sessions.set(2);
         metrics.registry_version.set(7);
         metrics.tenants_out_of_service.set(1);
+        metrics.tenants_listed.set(100_000);
+        metrics.tenants_loaded.set(1_000);
+        metrics.open_stores.set(16);
+        metrics.open_stores_limit.set(16);
         let text = metrics.render();
         for line in [
             "crm_host_tool_calls_total{tool=\"crmb_get_record\",outcome=\"ok\"} 2",
@@ -259,6 +294,10 @@ mod tests {
             "crm_host_mcp_sessions_open 2",
             "crm_host_registry_version 7",
             "crm_host_tenants_out_of_service 1",
+            "crm_host_tenants_listed 100000",
+            "crm_host_tenants_loaded 1000",
+            "crm_host_open_stores 16",
+            "crm_host_open_stores_limit 16",
         ] {
             assert!(text.lines().any(|l| l == line), "{line} in\n{text}");
         }

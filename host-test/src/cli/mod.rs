@@ -355,6 +355,7 @@ async fn run(
             allowed_origins: allow_origin.clone(),
             public_url: public_url.clone(),
             limits: limits.limits(),
+            store_idle: limits.store_idle(),
         };
         return serve_http(&options, &stores, serve, built_in_arc.clone()).await;
     }

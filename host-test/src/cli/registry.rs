@@ -99,15 +99,35 @@ pub(super) struct AppliedRegistry {
 /// environment's settings and, on the fleet's store, every tenant's swapped-in component.
 struct OnHost<'a> {
     tenants: &'a Tenants,
-    env: Vec<(String, String)>,
+    env: Environment,
     swapped: Swapped,
+}
+
+/// The process's environment, read once per application instead of once per tenant (a
+/// lookup walks the whole environment under a lock): the `CRM_*` settings every tenant gets,
+/// and each variable by name, for the tenants' credential variables.
+pub(super) struct Environment {
+    settings: Vec<(String, String)>,
+    vars: HashMap<String, String>,
+}
+
+impl Environment {
+    pub(super) fn now() -> Self {
+        Environment {
+            settings: env_settings(),
+            // As `std::env::var` would: a value that is not Unicode is not set.
+            vars: std::env::vars_os()
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .collect(),
+        }
+    }
 }
 
 impl<'a> OnHost<'a> {
     fn new(tenants: &'a Tenants) -> Self {
         OnHost {
             tenants,
-            env: env_settings(),
+            env: Environment::now(),
             swapped: Swapped::default(),
         }
     }
@@ -247,7 +267,7 @@ impl Tenants {
     fn build(
         &self,
         entry: &TenantEntry,
-        env: &[(String, String)],
+        env: &Environment,
         swapped: &mut Swapped,
     ) -> Result<(), Unbuildable> {
         if entry.proxy_base.is_some() != self.on_broker {
@@ -430,7 +450,7 @@ pub(super) fn tenant_spec(
     store: &Store,
     built_in: Option<&dyn BuiltInCrm>,
     tenant: &TenantEntry,
-    env: &[(String, String)],
+    env: &Environment,
 ) -> Result<TenantSpec, Unbuildable> {
     let mut spec = match &tenant.proxy_base {
         None => {
@@ -445,9 +465,13 @@ pub(super) fn tenant_spec(
                 .credential_env
                 .as_deref()
                 .ok_or(Unbuildable::NoCredentialEnv)?;
-            let credential = std::env::var(var).map_err(|_| Unbuildable::CredentialNotSet {
-                var: var.to_owned(),
-            })?;
+            let credential =
+                env.vars
+                    .get(var)
+                    .cloned()
+                    .ok_or_else(|| Unbuildable::CredentialNotSet {
+                        var: var.to_owned(),
+                    })?;
             TenantSpec {
                 tenant_id: tenant.id.clone(),
                 proxy_base: proxy_base.clone(),
@@ -458,7 +482,7 @@ pub(super) fn tenant_spec(
             }
         }
     };
-    spec.settings.extend(env.iter().cloned());
+    spec.settings.extend(env.settings.iter().cloned());
     // The tenant's own policy table wins over the process-wide environment.
     spec.settings.extend(tenant.policy.settings());
     spec.results_dir = Some(match &options.results_dir {

@@ -93,9 +93,18 @@ pub(super) struct ServeLimits {
     /// 8); past it, the least recently used idle store is closed until its tenant's next call.
     #[arg(long, env = "CRM_HOST_MAX_OPEN_STORES", default_value_t = 1000)]
     max_open_stores: usize,
+    /// Seconds a tenant's SQLite store may sit unused before it is closed (opened again by
+    /// the tenant's next call).
+    #[arg(long, env = "CRM_HOST_STORE_IDLE_SECONDS", default_value_t = 300)]
+    store_idle_seconds: u64,
 }
 
 impl ServeLimits {
+    /// How long a tenant's store may sit unused before it is closed.
+    pub(super) fn store_idle(&self) -> std::time::Duration {
+        std::time::Duration::from_secs(self.store_idle_seconds.max(1))
+    }
+
     /// The server's limits, with the open-files limit raised to its hard limit and shared
     /// between connections and the tenants' stores (whose cap is set for the process here).
     pub(super) fn limits(&self) -> mcp_http::ServerLimits {
@@ -148,6 +157,8 @@ pub(super) struct ServeCommand {
     pub(super) allowed_origins: Vec<String>,
     pub(super) public_url: Option<Url>,
     pub(super) limits: mcp_http::ServerLimits,
+    /// How long a tenant's store may sit unused before it is closed.
+    pub(super) store_idle: std::time::Duration,
 }
 
 /// `crm-host serve`: one Streamable HTTP server for every tenant in the tenants file.
@@ -163,6 +174,7 @@ pub(super) async fn serve_http(
         allowed_origins,
         public_url,
         limits,
+        store_idle,
     } = serve;
     if public_url.is_none() && !listen.ip().is_loopback() {
         return Err(format!(
@@ -170,6 +182,7 @@ pub(super) async fn serve_http(
              clients use (e.g. https://crm.example.com/mcp)"
         ));
     }
+    let reading = std::time::Instant::now();
     let (version, file) = match (&tenants_path, stores.postgres()) {
         (Some(path), _) => {
             let text = std::fs::read_to_string(path)
@@ -193,6 +206,7 @@ pub(super) async fn serve_http(
                 .into());
         }
     };
+    let tenant_count = file.tenants.len();
     let (runtime, plugin) = load_component(options, CodeNeeded::ByFirstCall)?;
     let on_broker = file
         .tenants
@@ -234,7 +248,14 @@ pub(super) async fn serve_http(
     });
     // A tenant that cannot be built here is out of service, named in /readyz, /metrics and
     // the fleet's reports; the host serves the others.
+    let applying = std::time::Instant::now();
     tenants.apply(version, Arc::new(file));
+    tracing::info!(
+        tenants = tenant_count,
+        read_ms = (applying - reading).as_millis() as u64,
+        apply_ms = applying.elapsed().as_millis() as u64,
+        "tenants listed"
+    );
     let stop = tokio_util::sync::CancellationToken::new();
     if let Some(fleet) = stores.postgres() {
         host.follow_store(fleet);
@@ -245,6 +266,7 @@ pub(super) async fn serve_http(
         tenants.report(fleet);
     }
     tenants.clone().heartbeat(stop.clone());
+    close_idle_stores(store_idle, stop.clone());
     let local_url = format!("http://{local}{MCP_PATH}");
     let public_url = match public_url {
         Some(url) => url,
@@ -308,4 +330,31 @@ fn host_id(local: std::net::SocketAddr) -> String {
         .filter(|name| !name.is_empty())
         .unwrap_or_else(|| "host".into());
     format!("{machine}:{}", local.port())
+}
+
+/// Every `idle`/4 (at most a minute), closes the tenants' stores unused for `idle`, so a host's
+/// descriptors and memory follow the tenants active now, not those active since the start.
+fn close_idle_stores(idle: std::time::Duration, stop: tokio_util::sync::CancellationToken) {
+    let every = (idle / 4).clamp(
+        std::time::Duration::from_secs(1),
+        std::time::Duration::from_secs(60),
+    );
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                _ = tick.tick() => {}
+            }
+            let closed = tokio::task::spawn_blocking(move || {
+                crate::tenant_db::open_stores::close_idle(idle)
+            })
+            .await
+            .unwrap_or_default();
+            if closed > 0 {
+                tracing::debug!("closed {closed} store(s) unused for {idle:?}");
+            }
+        }
+    });
 }

@@ -39,23 +39,23 @@ impl Host {
             .owner
             .unwrap_or_else(|| crate::tenant_db::ResultOwner::of(user_id));
         let tenant = TenantResources {
-            config: entry.config.clone(),
+            config: entry.shape.config.clone(),
             results_dir: opened.results_dir.clone(),
             owner,
             mappings: opened.mappings.clone(),
             connections: opened.connections.clone(),
-            policy: entry.policy.clone(),
+            policy: entry.shape.policy.clone(),
             call_id,
             progress: options.progress,
             time_limit,
         };
         let hooks = BrokerHooks {
             tenant: entry.tenant_id.clone(),
-            origin: entry.origin.clone(),
+            origin: entry.shape.origin.clone(),
             scope: EgressScope {
                 policy: entry.plugin.policy.clone(),
                 tool: tool.into(),
-                roots: entry.roots.clone(),
+                roots: entry.shape.roots.clone(),
             },
             connections: opened.connections.clone(),
             backend: self.backend.clone(),

@@ -78,6 +78,17 @@ impl Host {
         }
     }
 
+    /// How many tenants are listed here, and how many of them have their store open: a walk of
+    /// the table, no store touched.
+    pub fn tenant_counts(&self) -> (usize, usize) {
+        let tenants = self.entries();
+        let loaded = tenants
+            .iter()
+            .filter(|entry| entry.state.opened().is_some())
+            .count();
+        (tenants.len(), loaded)
+    }
+
     /// Whether the host can serve: at least one tenant with its component loaded, and every
     /// open store answering a query (each shared store once; a tenant's store not open yet is
     /// not opened for a probe, so a probe costs the same with ten tenants or a hundred

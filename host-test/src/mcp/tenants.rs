@@ -257,13 +257,26 @@ pub struct TokenEntry {
 /// token's claims.
 #[derive(Default)]
 pub struct TokenTable {
-    by_hash: HashMap<String, Principal>,
+    /// Each listed token by its SHA-256, kept small (a host may list a hundred thousand): the
+    /// principal is built when the token is presented.
+    by_hash: HashMap<[u8; 32], Listed>,
+    /// The CRM A scopes of a listed token that names none.
+    default_scopes: Arc<[String]>,
     /// Each provider, with the CRM A scopes its users are granted.
     providers: Vec<(Provider, Vec<String>)>,
-    /// Each listed tenant's Salesforce org URL, for principals from signed tokens.
-    tenants: HashMap<String, Option<String>>,
+    /// Each listed tenant's Salesforce org URL, for every principal of the tenant.
+    tenants: HashMap<Arc<str>, Option<String>>,
     /// The issuers the operator lets anyone learn (`advertised = true`).
     advertised: Vec<String>,
+}
+
+/// Who a listed token acts for.
+struct Listed {
+    /// The key of [`TokenTable::tenants`], shared.
+    tenant: Arc<str>,
+    user: Box<str>,
+    /// `None`: the table's default scopes.
+    scopes: Option<Arc<[String]>>,
 }
 
 /// The token in an `Authorization` header: the `Bearer` scheme, in any case (RFC 7235,
@@ -276,10 +289,32 @@ pub fn bearer(header: &str) -> Option<&str> {
 
 /// The lower-case hex SHA-256 of a token, as the tenants file keeps it.
 pub fn token_hash(token: &str) -> String {
-    Sha256::digest(token.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex(&Sha256::digest(token.as_bytes()))
+}
+
+/// Lowercase hex of `bytes`.
+fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut text = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        text.push(DIGITS[usize::from(b >> 4)] as char);
+        text.push(DIGITS[usize::from(b & 15)] as char);
+    }
+    text
+}
+
+/// The 32 bytes a 64-digit hex SHA-256 (either case) spells.
+fn hash_from_hex(text: &str) -> Option<[u8; 32]> {
+    let digits = text.as_bytes();
+    if digits.len() != 64 {
+        return None;
+    }
+    let mut hash = [0u8; 32];
+    for (byte, pair) in hash.iter_mut().zip(digits.chunks(2)) {
+        let digit = |d: u8| (d as char).to_digit(16);
+        *byte = (digit(pair[0])? * 16 + digit(pair[1])?) as u8;
+    }
+    Some(hash)
 }
 
 impl TenantsFile {
@@ -373,25 +408,24 @@ impl TenantsFile {
         instance_url: impl Fn(&TenantEntry) -> Option<String>,
         jwks_backend: Option<Arc<dyn Backend>>,
     ) -> Result<TokenTable, String> {
-        let by_id: HashMap<&str, &TenantEntry> =
-            self.tenants.iter().map(|t| (t.id.as_str(), t)).collect();
-        let mut by_hash = HashMap::new();
+        let tenants: HashMap<Arc<str>, Option<String>> = self
+            .tenants
+            .iter()
+            .map(|t| (Arc::from(t.id.as_str()), instance_url(t)))
+            .collect();
+        let mut by_hash = HashMap::with_capacity(self.tokens.len());
         for token in &self.tokens {
-            let tenant = *by_id.get(token.tenant.as_str()).ok_or("unknown tenant")?;
-            let principal = Principal {
-                tenant_id: tenant.id.clone(),
-                user_id: token.user.clone(),
-                granted_scopes: token
-                    .scopes
-                    .clone()
-                    .unwrap_or_else(|| default_scopes.to_vec()),
-                instance_url: instance_url(tenant),
-                authority: Authority::Token(token.sha256.to_ascii_lowercase()),
+            let (tenant, _) = tenants
+                .get_key_value(token.tenant.as_str())
+                .ok_or("unknown tenant")?;
+            let listed = Listed {
+                tenant: tenant.clone(),
+                user: token.user.as_str().into(),
+                scopes: token.scopes.as_deref().map(Arc::from),
             };
-            if by_hash
-                .insert(token.sha256.to_ascii_lowercase(), principal)
-                .is_some()
-            {
+            let hash = hash_from_hex(&token.sha256)
+                .ok_or_else(|| format!("the token for {} is not a hex SHA-256", token.tenant))?;
+            if by_hash.insert(hash, listed).is_some() {
                 return Err(format!(
                     "the same token is listed twice (for {})",
                     token.tenant
@@ -403,11 +437,6 @@ impl TenantsFile {
             .iter()
             .map(|issuer| provider(issuer, default_scopes, jwks_backend.clone()))
             .collect::<Result<_, _>>()?;
-        let tenants = self
-            .tenants
-            .iter()
-            .map(|t| (t.id.clone(), instance_url(t)))
-            .collect();
         let advertised = self
             .jwt
             .iter()
@@ -416,6 +445,7 @@ impl TenantsFile {
             .collect();
         Ok(TokenTable {
             by_hash,
+            default_scopes: default_scopes.into(),
             providers,
             tenants,
             advertised,
@@ -490,14 +520,25 @@ impl TokenTable {
     /// signed by a listed provider, valid now, for this audience, naming a tenant the provider
     /// is bound to.
     pub async fn principal(&self, token: &str) -> Option<Principal> {
-        if let Some(principal) = self.by_hash.get(&token_hash(token)) {
-            return Some(principal.clone());
+        let hash: [u8; 32] = Sha256::digest(token.as_bytes()).into();
+        if let Some(listed) = self.by_hash.get(&hash) {
+            return Some(Principal {
+                tenant_id: listed.tenant.to_string(),
+                user_id: listed.user.to_string(),
+                granted_scopes: listed
+                    .scopes
+                    .as_deref()
+                    .unwrap_or(&self.default_scopes)
+                    .to_vec(),
+                instance_url: self.tenants.get(&listed.tenant).cloned().flatten(),
+                authority: Authority::Token(hex(&hash)),
+            });
         }
         for (provider, scopes) in &self.providers {
             let Some(claimed) = provider.verify(token).await else {
                 continue;
             };
-            let instance_url = self.tenants.get(&claimed.tenant)?.clone();
+            let instance_url = self.tenants.get(claimed.tenant.as_str())?.clone();
             return Some(Principal {
                 tenant_id: claimed.tenant,
                 user_id: claimed.user,

@@ -64,6 +64,11 @@ impl SqliteRows {
     fn conn(&self) -> Result<open_stores::Open<'_>, StoreError> {
         self.store.conn()
     }
+
+    /// The connection, with the staging tables a change reads and writes.
+    fn staging(&self) -> Result<open_stores::Open<'_>, StoreError> {
+        self.store.conn()?.with_staging()
+    }
 }
 
 impl SqliteRows {
@@ -246,7 +251,7 @@ impl Rows for SqliteRows {
         area: Staged,
         mappings: &[StoredMapping],
     ) -> Result<(), StoreError> {
-        let mut conn = self.conn()?;
+        let mut conn = self.staging()?;
         let tx = conn.transaction()?;
         {
             let mut insert = tx.prepare_cached(&format!(
@@ -271,7 +276,7 @@ impl Rows for SqliteRows {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<StoredMapping>, StoreError> {
-        let conn = self.conn()?;
+        let conn = self.staging()?;
         let mut statement = conn.prepare_cached(
             "SELECT kind, crm_id, fields, deleted FROM temp.change_observed
              WHERE change = ?1 AND kind = ?2 AND (?3 IS NULL OR crm_id > ?3)
@@ -289,7 +294,7 @@ impl Rows for SqliteRows {
         now: i64,
         unless_disconnected: Option<&str>,
     ) -> Result<bool, StoreError> {
-        let mut conn = self.conn()?;
+        let mut conn = self.staging()?;
         // IMMEDIATE: the write lock first, so no disconnect lands between the check and the
         // commit, whichever process makes it.
         let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
@@ -319,7 +324,7 @@ impl Rows for SqliteRows {
     }
 
     fn discard_change(&self, _tenant: &str, change: i64) -> Result<(), StoreError> {
-        let mut conn = self.conn()?;
+        let mut conn = self.staging()?;
         delete_staged(&conn, change)?;
         conn.staged_none(change);
         Ok(())
@@ -488,7 +493,7 @@ impl Rows for SqliteRows {
 
     /// The temporary tables are this connection's, which serves one tenant.
     fn staged_rows(&self, _tenant: &str) -> Result<i64, StoreError> {
-        Ok(self.conn()?.query_row(
+        Ok(self.staging()?.query_row(
             "SELECT (SELECT count(*) FROM temp.change_observed)
                   + (SELECT count(*) FROM temp.change_writes)",
             [],

@@ -134,7 +134,10 @@ async fn a_store_that_cannot_be_opened_takes_its_tenant_out_of_service_at_its_fi
     host.list_tenant(spec, host.plugin_of("t1").unwrap())
         .expect("listing opens nothing, so it cannot fail on the store");
     let ready = host.readiness().unwrap();
-    assert_eq!(ready.loaded, 2, "t1 and t2, added with their stores open; t3 not");
+    assert_eq!(
+        ready.loaded, 2,
+        "t1 and t2, added with their stores open; t3 not"
+    );
     assert!(!ready.is_degraded());
 
     let refused = host.call(get_account("t3")).await.unwrap_err();

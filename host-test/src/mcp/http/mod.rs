@@ -15,7 +15,7 @@
 //! | `/mcp` | bearer tokens | MCP (both protocol eras) |
 //! | `/.well-known/oauth-protected-resource[/mcp]` | anyone | RFC 9728 metadata |
 //! | `/healthz` | anyone | the process is alive |
-//! | `/readyz` | anyone | component compiled, every tenant's store answering; tenants out of service named |
+//! | `/readyz` | anyone | component compiled, every open store answering (the fleet database always); tenants out of service named |
 //! | `/metrics` | the operator's token | Prometheus text |
 //! | `/admin/…` | the operator's token | disconnect, connect, swap a tenant's component |
 
@@ -297,6 +297,18 @@ async fn route(
         READY_PATH => ops::ready(&state.host),
         METRICS_PATH => {
             state.metrics.sessions.set(state.sessions.len() as i64);
+            let (listed, loaded) = state.host.tenant_counts();
+            state.metrics.tenants_listed.set(listed as i64);
+            state.metrics.tenants_loaded.set(loaded as i64);
+            use crate::tenant_db::open_stores;
+            state
+                .metrics
+                .open_stores
+                .set(open_stores::open_now() as i64);
+            state
+                .metrics
+                .open_stores_limit
+                .set(open_stores::limit() as i64);
             ops::metrics(state.operator(), &state.metrics, &request)
         }
         path if state.gate.is_metadata_path(path) => state.gate.metadata(),
@@ -481,6 +493,18 @@ async fn mcp(state: &State, request: Request<Incoming>) -> Response<Body> {
         Some(id) if closing && response.status().is_success() => {
             state.sessions.remove(id);
             state.metrics.sessions.set(state.sessions.len() as i64);
+            let (listed, loaded) = state.host.tenant_counts();
+            state.metrics.tenants_listed.set(listed as i64);
+            state.metrics.tenants_loaded.set(loaded as i64);
+            use crate::tenant_db::open_stores;
+            state
+                .metrics
+                .open_stores
+                .set(open_stores::open_now() as i64);
+            state
+                .metrics
+                .open_stores_limit
+                .set(open_stores::limit() as i64);
             // 204 rather than rmcp's 202: the session is gone now, not later, and the Python
             // SDK takes only 200 or 204 as a successful close.
             return plain(StatusCode::NO_CONTENT, "");

@@ -16,6 +16,7 @@ use std::collections::HashSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
 
 /// Descriptors one open store may hold: its database, `-wal` and `-shm` files, and a temporary
 /// file while a large staging spills.
@@ -32,6 +33,10 @@ pub(super) struct Slot {
     staging: HashSet<i64>,
     /// Whether this process has made (or migrated) the store's tables already.
     migrated: bool,
+    /// When a query last took the connection.
+    last_used: Instant,
+    /// Whether this connection has its staging tables (made at the first change's use).
+    staging_tables: bool,
 }
 
 impl Slot {
@@ -103,6 +108,16 @@ pub fn open_now() -> usize {
     OPEN.len()
 }
 
+/// Closes every SQLite store of this process no query has used for `idle` (and no change is
+/// staging in); returns how many. A tenant called again opens its store again.
+pub fn close_idle(idle: Duration) -> usize {
+    let closed = OPEN.close_idle(idle);
+    let count = closed.len();
+    // Dropped here, after every lock: a close may checkpoint the WAL.
+    drop(closed);
+    count
+}
+
 /// A held connection: the store's lock, open.
 pub(super) struct Open<'a>(MutexGuard<'a, Slot>);
 
@@ -126,6 +141,15 @@ impl std::ops::DerefMut for Open<'_> {
 }
 
 impl Open<'_> {
+    /// The connection, with its staging tables made if they were not.
+    pub(super) fn with_staging(mut self) -> Result<Self, StoreError> {
+        if !self.0.staging_tables {
+            schema::create_staging(&self)?;
+            self.0.staging_tables = true;
+        }
+        Ok(self)
+    }
+
     /// Notes that `change` has staged rows here: the store stays open until it ends.
     pub(super) fn staging(&mut self, change: i64) {
         self.0.staging.insert(change);
@@ -149,6 +173,8 @@ impl Store {
                 conn: None,
                 staging: HashSet::new(),
                 migrated: false,
+                last_used: Instant::now(),
+                staging_tables: false,
             })),
         };
         drop(store.conn()?);
@@ -158,6 +184,7 @@ impl Store {
     /// The store's connection, opened again when it was closed to save descriptors.
     pub(super) fn conn(&self) -> Result<Open<'_>, StoreError> {
         let mut slot = self.slot.lock().unwrap_or_else(|e| e.into_inner());
+        slot.last_used = Instant::now();
         if slot.conn.is_some() {
             if self.path.is_some() {
                 self.budget.touch(self.id);
@@ -170,6 +197,7 @@ impl Store {
         };
         schema::prepare(&conn, !slot.migrated)?;
         slot.migrated = true;
+        slot.staging_tables = false;
         slot.conn = Some(conn);
         if self.path.is_some() {
             // Closed outside every lock: a close may checkpoint the WAL.
@@ -214,6 +242,27 @@ fn connect(path: &std::path::Path) -> Result<Connection, StoreError> {
 }
 
 impl OpenStores {
+    /// Takes the connections of the stores idle for `idle` out of the order; they close when
+    /// the caller drops them.
+    fn close_idle(&self, idle: Duration) -> Vec<Connection> {
+        let mut order = self.order.lock().unwrap_or_else(|e| e.into_inner());
+        let mut closed = Vec::new();
+        order.retain(|_, weak| {
+            let Some(slot) = weak.upgrade() else {
+                return false;
+            };
+            // Never waits: a store whose lock is held is in use.
+            match slot.try_lock() {
+                Ok(mut held) if held.idle() && held.last_used.elapsed() >= idle => {
+                    closed.extend(held.conn.take());
+                    false
+                }
+                _ => true,
+            }
+        });
+        closed
+    }
+
     /// Moves store `id` to the most recently used end.
     fn touch(&self, id: u64) {
         self.order

@@ -112,3 +112,30 @@ fn a_store_in_memory_is_never_counted_or_closed() {
     );
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn stores_idle_past_the_wait_close_and_open_again_at_their_next_query() {
+    let dir = folder("idle");
+    let budget = OpenStores::new(FEWEST);
+    let all = stores(&dir, 3, &budget);
+    all[0]
+        .stage("t0", 9, Staged::Observed, &[owner("seen")])
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(30));
+    all[1].ping().unwrap();
+    let closed = budget.close_idle(std::time::Duration::from_millis(20));
+    assert_eq!(
+        closed.len(),
+        1,
+        "only the third: the first is staging, the second was used"
+    );
+    drop(closed);
+    assert!(all[0].is_open() && all[1].is_open() && !all[2].is_open());
+    assert_eq!(budget.len(), 2);
+    assert_eq!(
+        all[2].list_page("t2", "owner", None, 10).unwrap(),
+        vec![owner("o2")]
+    );
+    assert_eq!(budget.len(), 3);
+    let _ = std::fs::remove_dir_all(dir);
+}
