@@ -3,8 +3,11 @@
 //! tenants with one token each, on SQLite under a fresh data directory: the time from spawn to
 //! the `listening` line, resident memory and open descriptors then, and again after one call
 //! to each of `TENANTS_ACTIVE` (default 1,000) tenants picked at random (seeded), with the
-//! calls' p50/p99 (the first call of a tenant opens its store). The component is compiled into
-//! the cache first, so every start is "after the component is compiled".
+//! calls' p50/p99 (the first call of a tenant opens its store). With `CRM_TEST_POSTGRES` (a
+//! server the bench may create databases on), the same on the fleet's registry, with two hosts
+//! and a token revoked by `tenants import`: how long until the second host refuses it. The
+//! component is compiled into the cache first, so every start is "after the component is
+//! compiled".
 
 use rmcp::model::CallToolRequestParams;
 use rmcp::transport::StreamableHttpClientTransport;
@@ -41,7 +44,7 @@ pub fn figures() {
     let broker = Broker::start(&dir, &cache);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     println!("tenants per host (SQLite, one token each; {active} tenants called once each):");
-    for count in counts {
+    for &count in &counts {
         let run = dir.join(format!("n{count}"));
         std::fs::create_dir_all(&run).unwrap();
         let tenants = run.join("tenants.toml");
@@ -83,8 +86,158 @@ pub fn figures() {
         );
         let _ = std::fs::remove_dir_all(&run);
     }
+    if let Ok(server) = std::env::var("CRM_TEST_POSTGRES") {
+        println!("tenants per host (PostgreSQL registry, two hosts; {active} calls to host A):");
+        for count in &counts {
+            let url = runtime.block_on(fresh_database(&server, *count));
+            on_postgres(&url, *count, active, &dir, &cache, &broker, &runtime);
+        }
+    } else {
+        println!("tenants on PostgreSQL: skipped, CRM_TEST_POSTGRES is not set");
+    }
     drop(broker);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A new database on `server` for one count's run; its URL.
+async fn fresh_database(server: &str, count: usize) -> String {
+    let database = format!("bench_tenants_{}_{count}", std::process::id());
+    let (admin, connection) = tokio_postgres::connect(server, tokio_postgres::NoTls)
+        .await
+        .expect("CRM_TEST_POSTGRES answers");
+    tokio::spawn(connection);
+    admin
+        .batch_execute(&format!("CREATE DATABASE {database}"))
+        .await
+        .unwrap();
+    let mut url = url::Url::parse(server).unwrap();
+    url.set_path(&format!("/{database}"));
+    url.to_string()
+}
+
+/// `crm-sandbox --store URL` with `args`; panics unless it succeeds.
+fn command(url: &str, dir: &Path, cache: &Path, args: &[&str]) {
+    let out = Command::new(BINARY)
+        .env("XDG_CACHE_HOME", cache)
+        .arg("--store")
+        .arg(url)
+        .arg("--data-dir")
+        .arg(dir.join("cli"))
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A `serve` host on the registry at `url`; the process and its URL, and how long it took to
+/// listen.
+fn serve_on(url: &str, dir: &Path, cache: &Path, broker: &Broker) -> (Child, String, Duration) {
+    let started = Instant::now();
+    let mut host = Command::new(BINARY)
+        .env("XDG_CACHE_HOME", cache)
+        .env("BENCH_CREDENTIAL", &broker.credential)
+        .arg("--store")
+        .arg(url)
+        .arg("--data-dir")
+        .arg(dir)
+        .arg("--ca-cert")
+        .arg(&broker.cert)
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let listening = listening(&mut host);
+    (host, listening, started.elapsed())
+}
+
+/// Whether `token` is let in at `url` (a bare initialize).
+async fn admitted(url: &str, token: &str) -> bool {
+    let config = StreamableHttpClientTransportConfig::with_uri(url.to_string())
+        .auth_header(token.to_string());
+    match ().serve(StreamableHttpClientTransport::from_config(config)).await {
+        Ok(client) => {
+            let _ = client.cancel().await;
+            true
+        }
+        Err(_) => false,
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn on_postgres(
+    url: &str,
+    count: usize,
+    active: usize,
+    dir: &Path,
+    cache: &Path,
+    broker: &Broker,
+    runtime: &tokio::runtime::Runtime,
+) {
+    let run = dir.join(format!("pg{count}"));
+    std::fs::create_dir_all(&run).unwrap();
+    let file = run.join("tenants.toml");
+    std::fs::write(&file, tenants_file(count, &broker.url)).unwrap();
+    let file_arg = file.to_str().unwrap();
+    let started = Instant::now();
+    command(url, &run, cache, &["tenants", "import", file_arg]);
+    let import = started.elapsed();
+    let (mut a, a_url, a_listen) = serve_on(url, &run.join("a"), cache, broker);
+    let (mut b, b_url, b_listen) = serve_on(url, &run.join("b"), cache, broker);
+    let at_listen = Process::of(&a);
+    let calls = runtime.block_on(call_each(&a_url, count, active));
+    let after = Process::of(&a);
+    // Revoked: the same file without token-0's line, imported; host B polled until it refuses.
+    let revoked = tenants_file(count, &broker.url).replacen(
+        &format!(
+            "[[tokens]]\nsha256 = \"{}\"\ntenant = \"t000000\"\nuser = \"u\"\n",
+            crm_host::mcp::tenants::token_hash("token-0")
+        ),
+        "",
+        1,
+    );
+    assert!(runtime.block_on(admitted(&b_url, "token-0")));
+    std::fs::write(&file, revoked).unwrap();
+    let started = Instant::now();
+    command(url, &run, cache, &["tenants", "import", file_arg]);
+    let imported = started.elapsed();
+    let refused = runtime.block_on(async {
+        while admitted(&b_url, "token-0").await {
+            assert!(
+                started.elapsed() < Duration::from_secs(120),
+                "never refused"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        started.elapsed()
+    });
+    for host in [&mut a, &mut b] {
+        let _ = host.kill();
+        let _ = host.wait();
+    }
+    let (p50, p99) = percentiles(calls);
+    println!(
+        "  {count:>7} tenants: import {:>7.1} ms; host A listening after {:>7.1} ms, B {:>7.1} ms; \
+         at listen {:>6.1} MB, {:>4} fds; after the calls {:>6.1} MB, {:>5} fds; a call p50 \
+         {:>6.2} ms, p99 {:>6.2} ms; a revoked token refused on B {:>7.1} ms after the import \
+         began (the import itself {:>7.1} ms)",
+        import.as_secs_f64() * 1e3,
+        a_listen.as_secs_f64() * 1e3,
+        b_listen.as_secs_f64() * 1e3,
+        at_listen.rss_kib as f64 / 1024.0,
+        at_listen.fds,
+        after.rss_kib as f64 / 1024.0,
+        after.fds,
+        p50.as_secs_f64() * 1e3,
+        p99.as_secs_f64() * 1e3,
+        refused.as_secs_f64() * 1e3,
+        imported.as_secs_f64() * 1e3,
+    );
+    let _ = std::fs::remove_dir_all(&run);
 }
 
 /// `count` broker tenants sharing one credential variable, and a token each (`token-{i}`).
