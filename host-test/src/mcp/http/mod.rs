@@ -297,18 +297,7 @@ async fn route(
         READY_PATH => ops::ready(&state.host),
         METRICS_PATH => {
             state.metrics.sessions.set(state.sessions.len() as i64);
-            let (listed, loaded) = state.host.tenant_counts();
-            state.metrics.tenants_listed.set(listed as i64);
-            state.metrics.tenants_loaded.set(loaded as i64);
-            use crate::tenant_db::open_stores;
-            state
-                .metrics
-                .open_stores
-                .set(open_stores::open_now() as i64);
-            state
-                .metrics
-                .open_stores_limit
-                .set(open_stores::limit() as i64);
+            tenant_gauges(&state);
             ops::metrics(state.operator(), &state.metrics, &request)
         }
         path if state.gate.is_metadata_path(path) => state.gate.metadata(),
@@ -493,18 +482,6 @@ async fn mcp(state: &State, request: Request<Incoming>) -> Response<Body> {
         Some(id) if closing && response.status().is_success() => {
             state.sessions.remove(id);
             state.metrics.sessions.set(state.sessions.len() as i64);
-            let (listed, loaded) = state.host.tenant_counts();
-            state.metrics.tenants_listed.set(listed as i64);
-            state.metrics.tenants_loaded.set(loaded as i64);
-            use crate::tenant_db::open_stores;
-            state
-                .metrics
-                .open_stores
-                .set(open_stores::open_now() as i64);
-            state
-                .metrics
-                .open_stores_limit
-                .set(open_stores::limit() as i64);
             // 204 rather than rmcp's 202: the session is gone now, not later, and the Python
             // SDK takes only 200 or 204 as a successful close.
             return plain(StatusCode::NO_CONTENT, "");
@@ -530,6 +507,23 @@ fn duplicate_id(id: &str) -> Response<Body> {
             }
         }),
     )
+}
+
+/// The tenants and stores gauges, read when `/metrics` is scraped (a walk of the tenant
+/// table, no store touched).
+fn tenant_gauges(state: &State) {
+    use crate::tenant_db::open_stores;
+    let (listed, loaded) = state.host.tenant_counts();
+    state.metrics.tenants_listed.set(listed as i64);
+    state.metrics.tenants_loaded.set(loaded as i64);
+    state
+        .metrics
+        .open_stores
+        .set(open_stores::open_now() as i64);
+    state
+        .metrics
+        .open_stores_limit
+        .set(open_stores::limit() as i64);
 }
 
 #[cfg(test)]
