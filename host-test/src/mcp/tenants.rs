@@ -323,7 +323,10 @@ impl TenantsFile {
     /// `crm-host tenants import` refuses a file that breaks one; what may differ from host to
     /// host (a credential variable) is checked as each host applies the file.
     pub fn parse(text: &str) -> Result<Self, String> {
-        let file: TenantsFile = toml::from_str(text).map_err(|e| e.to_string())?;
+        let file = match halves::parse(text) {
+            Some(file) => file,
+            None => toml::from_str(text).map_err(|e| e.to_string())?,
+        };
         // Looked up by id, never scanned: a file lists up to a hundred thousand tenants.
         let mut ids = std::collections::HashSet::new();
         if let Some(twice) = file.tenants.iter().find(|t| !ids.insert(t.id.as_str())) {
@@ -557,6 +560,9 @@ impl TokenTable {
         self.advertised.clone()
     }
 }
+
+/// A large file parsed in two halves at once.
+mod halves;
 
 #[cfg(test)]
 mod tests;

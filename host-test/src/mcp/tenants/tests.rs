@@ -313,3 +313,74 @@ fn what_holds_on_every_host_is_checked_when_the_file_is_read() {
             .contains("must be https")
     );
 }
+
+/// A file of `count` tenants (every third with a policy table) and a token each, the
+/// operator's table `admin_at` "start", "middle" or "end".
+fn large_file(count: usize, admin_at: &str) -> String {
+    let admin = format!("[admin]\nsha256 = \"{}\"\n", "a".repeat(64));
+    let mut text = String::new();
+    if admin_at == "start" {
+        text += &admin;
+    }
+    for i in 0..count {
+        text += &format!(
+            "[[tenants]]\nid = \"t{i:06}\"\nproxy_base = \"https://broker.example.com\"\n\
+             credential_env = \"CRED\"\n"
+        );
+        if i % 3 == 0 {
+            text += "[tenants.policy]\nread_only = true\n";
+        }
+        if admin_at == "middle" && i == count / 2 {
+            text += &admin;
+        }
+    }
+    for i in 0..count {
+        text += &format!(
+            "[[tokens]]\nsha256 = \"{}\"\ntenant = \"t{i:06}\"\nuser = \"u{i}\"\n",
+            token_hash(&format!("token-{i}"))
+        );
+    }
+    if admin_at == "end" {
+        text += &admin;
+    }
+    text
+}
+
+#[test]
+fn a_large_file_parsed_in_halves_is_the_file_parsed_whole() {
+    for admin_at in ["start", "middle", "end"] {
+        let text = large_file(12_000, admin_at);
+        assert!(text.len() > 1 << 20, "large enough to be cut");
+        let halves = halves::parse(&text).expect("cut in two");
+        let whole: TenantsFile = toml::from_str(&text).unwrap();
+        assert_eq!(
+            format!("{halves:?}"),
+            format!("{whole:?}"),
+            "admin at {admin_at}"
+        );
+        assert_eq!(halves.tenants.len(), 12_000);
+        assert!(halves.admin.is_some());
+    }
+}
+
+#[test]
+fn a_large_file_the_halves_could_misread_is_parsed_whole_errors_and_all() {
+    let large = large_file(12_000, "end");
+    // The operator's table twice, a key given both inline and as tables, a multi-line string:
+    // not cut (one parse, which refuses the first two with the file's own line numbers).
+    let admin_twice = format!("[admin]\nsha256 = \"{}\"\n{large}", "b".repeat(64));
+    let inline_too = format!("tokens = []\n{large}");
+    let multi_line = large.replace("user = \"u7\"", "user = \"\"\"u7\"\"\"");
+    for text in [&admin_twice, &inline_too, &multi_line] {
+        assert!(halves::parse(text).is_none());
+    }
+    let refused = TenantsFile::parse(&admin_twice).unwrap_err();
+    assert!(refused.contains("line"), "{refused}");
+    assert!(TenantsFile::parse(&inline_too).is_err());
+    assert_eq!(
+        TenantsFile::parse(&multi_line).unwrap().tokens[7].user,
+        "u7"
+    );
+    // A small file is never cut.
+    assert!(halves::parse(FILE).is_none());
+}
