@@ -45,13 +45,23 @@ use url::Url;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TenantsFile {
-    pub tenants: Vec<TenantEntry>,
+    /// Shared, not copied, with what a host keeps of the file it applied.
+    #[serde(deserialize_with = "shared")]
+    pub tenants: Vec<Arc<TenantEntry>>,
     #[serde(default)]
     pub tokens: Vec<TokenEntry>,
     #[serde(default)]
     pub jwt: Vec<JwtIssuer>,
     /// The operator's token, for the admin routes (disconnect, connect); none without it.
     pub admin: Option<AdminEntry>,
+}
+
+/// Each entry in an `Arc` of its own.
+fn shared<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Arc<TenantEntry>>, D::Error> {
+    Ok(Vec::<TenantEntry>::deserialize(d)?
+        .into_iter()
+        .map(Arc::new)
+        .collect())
 }
 
 /// The operator's access to the admin routes.

@@ -9,14 +9,16 @@
 
 use crate::mcp::tenants::TenantEntry;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
-/// One tenant as this host applied it.
+/// One tenant as this host applied it: the listed entry itself, shared with the file it came
+/// from, not a copy (a host may list a hundred thousand).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Applied {
     /// Served on this entry.
-    Serving(TenantEntry),
+    Serving(Arc<TenantEntry>),
     /// Listed with this entry, which could not be built here, for this reason.
-    OutOfService(TenantEntry, String),
+    OutOfService(Arc<TenantEntry>, String),
 }
 
 /// What to do for one tenant.
@@ -25,7 +27,7 @@ pub(crate) enum Step<'a> {
     /// Served on the listed entry already: leave it (and its calls, connections, component).
     Keep,
     /// New, changed, or out of service here: build it from the listed entry.
-    Build(&'a TenantEntry),
+    Build(&'a Arc<TenantEntry>),
     /// No longer listed: stop serving it.
     Remove,
 }
@@ -43,7 +45,7 @@ pub(crate) trait Effects {
 /// Each tenant's step, in a stable order (listed tenants as listed, then the removed ones).
 pub(crate) fn plan<'a>(
     applied: &HashMap<String, Applied>,
-    listed: &'a [TenantEntry],
+    listed: &'a [Arc<TenantEntry>],
 ) -> Vec<(String, Step<'a>)> {
     let mut steps: Vec<(String, Step<'a>)> = listed
         .iter()
@@ -153,14 +155,14 @@ pub(crate) fn changes(
 mod tests {
     use super::*;
 
-    fn entry(id: &str, credential_env: &str) -> TenantEntry {
-        TenantEntry {
+    fn entry(id: &str, credential_env: &str) -> Arc<TenantEntry> {
+        Arc::new(TenantEntry {
             id: id.into(),
             proxy_base: Some("https://broker.example.com".parse().unwrap()),
             credential_env: Some(credential_env.into()),
             instance_url: None,
             policy: Default::default(),
-        }
+        })
     }
 
     /// A host on which the variables in `set` are present; records what was done.
@@ -189,7 +191,7 @@ mod tests {
 
     fn apply(
         applied: &HashMap<String, Applied>,
-        listed: &[TenantEntry],
+        listed: &[Arc<TenantEntry>],
         host: &mut Recorder,
     ) -> HashMap<String, Applied> {
         carry_out(applied, plan(applied, listed), host)

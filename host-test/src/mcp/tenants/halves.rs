@@ -57,7 +57,12 @@ pub(super) fn parse(text: &str) -> Option<TenantsFile> {
     }
     let tenants = match (tenants, second.tenants) {
         (None, None) => return None,
-        (first, second) => [first, second].into_iter().flatten().flatten().collect(),
+        (first, second) => [first, second]
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(std::sync::Arc::new)
+            .collect(),
     };
     tokens.extend(second.tokens);
     jwt.extend(second.jwt);
