@@ -10,8 +10,12 @@
 //! all, still applies. What this host could not serve is named in `/readyz`, `/metrics` and, for
 //! the whole fleet, `crm-host tenants status` ([`Tenants::report`]).
 
+/// Following the registry's rows: each change applied by the rows it changed.
+pub(super) mod follow;
 /// Deciding what a version changes, apart from doing it.
 mod plan;
+/// The registry's rows: a tenants file split into them, and read back as a change.
+pub(super) mod rows;
 
 use super::store::Store;
 use super::{BuiltInCrm, NO_BUILT_IN_CRM, Options, env_settings, tenant_results_dir};
@@ -20,7 +24,7 @@ use crate::credential::Credential;
 use crate::mcp::admin::{CredentialSource, Credentials, OperatorToken};
 use crate::mcp::tenants::{SharedTokens, TenantEntry, TenantsFile, TokenTable};
 use crate::metrics::Metrics;
-use crate::tenant_db::postgres::{HostReport, OutOfService, StoreEvent};
+use crate::tenant_db::postgres::{HostReport, OutOfService};
 use crate::tenant_db::{DbLocation, PgStore};
 use crate::{Host, PluginVersion, TenantSpec};
 use plan::{Applied, Effects};
@@ -28,7 +32,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
 /// How often a host reports itself to the fleet and tries its out-of-service tenants again.
@@ -90,9 +93,8 @@ pub(super) struct Tenants {
 pub(super) struct AppliedRegistry {
     version: i64,
     tenants: HashMap<String, Applied>,
-    /// The file applied, for trying its out-of-service tenants again; none after a version this
-    /// host could not read.
-    file: Option<Arc<TenantsFile>>,
+    /// The tenants out of service here, with why: kept as tenants change, never recounted.
+    out: BTreeMap<String, String>,
 }
 
 /// [`Effects`] on this host, with what one application reads once for all its tenants: the
@@ -192,36 +194,15 @@ impl Tenants {
     ) -> BTreeMap<String, String> {
         let steps = plan::plan(&applied.tenants, &file.tenants);
         let tenants = plan::carry_out(&applied.tenants, steps, &mut OnHost::new(self));
+        let out = plan::out_of_service(&tenants);
         self.settle(
             applied,
             AppliedRegistry {
                 version,
                 tenants,
-                file: Some(file),
+                out,
             },
         )
-    }
-
-    /// A version this host cannot read: every tenant out of service, no token accepted, no
-    /// operator (see [`plan::unreadable`]).
-    fn apply_unreadable(&self, version: i64, why: &str) {
-        let mut applied = self.applied.lock().unwrap_or_else(|e| e.into_inner());
-        let why = format!(
-            "this host cannot read registry version {version} ({why}): upgrade it to the \
-             crm-host that imported the registry, or import a file it reads"
-        );
-        let tenants = plan::unreadable(&applied.tenants, &why, &mut OnHost::new(self));
-        self.tokens.replace(TokenTable::default());
-        self.credentials.replace(HashMap::new());
-        self.operator.replace(None);
-        self.settle(
-            &mut applied,
-            AppliedRegistry {
-                version,
-                tenants,
-                file: None,
-            },
-        );
     }
 
     /// Records what was applied, logs what changed for the operator, and sets the metrics.
@@ -237,29 +218,75 @@ impl Tenants {
         for tenant in &back {
             tracing::warn!("tenant {tenant} is back in service on this host");
         }
-        let out = plan::out_of_service(&now.tenants);
         self.metrics.registry_version.set(now.version);
-        self.metrics.tenants_out_of_service.set(out.len() as i64);
+        self.metrics
+            .tenants_out_of_service
+            .set(now.out.len() as i64);
         *applied = now;
-        out
+        applied.out.clone()
+    }
+
+    /// Records what `steps` did to the tenants they name (those `now` holds, and those
+    /// `removed`), leaving every other tenant as it was applied; logs what changed for the
+    /// operator and sets the metrics.
+    fn settle_steps(
+        &self,
+        applied: &mut AppliedRegistry,
+        version: i64,
+        now: HashMap<String, Applied>,
+        removed: Vec<String>,
+    ) {
+        for id in removed {
+            applied.tenants.remove(&id);
+            if applied.out.remove(&id).is_some() {
+                tracing::warn!("tenant {id} is no longer listed (it was out of service here)");
+            }
+        }
+        for (id, state) in now {
+            let why = match &state {
+                Applied::OutOfService(_, why) | Applied::Unreadable(why) => Some(why.clone()),
+                Applied::Serving(_) => None,
+            };
+            match why {
+                Some(why) => {
+                    if applied.out.get(&id) != Some(&why) {
+                        tracing::warn!("tenant {id} is out of service on this host: {why}");
+                    }
+                    applied.out.insert(id.clone(), why);
+                }
+                None => {
+                    if applied.out.remove(&id).is_some() {
+                        tracing::warn!("tenant {id} is back in service on this host");
+                    }
+                }
+            }
+            applied.tenants.insert(id, state);
+        }
+        applied.version = applied.version.max(version);
+        self.metrics.registry_version.set(applied.version);
+        self.metrics
+            .tenants_out_of_service
+            .set(applied.out.len() as i64);
     }
 
     /// The token table of `file`, each token's principal completed from its tenant.
     fn token_table(&self, file: &TenantsFile) -> Result<TokenTable, String> {
-        let built_in = self.built_in.as_deref();
-        let instance_url = |t: &TenantEntry| {
-            t.instance_url.clone().or_else(|| {
-                t.proxy_base
-                    .is_none()
-                    .then(|| built_in.map(|b| b.instance_url(&t.id)))
-                    .flatten()
-            })
-        };
         file.tokens_with_jwks(
             &self.options.scopes,
-            instance_url,
+            |t| self.instance_url(t),
             Some(self.jwks_backend.clone()),
         )
+    }
+
+    /// The Salesforce org URL of a tenant's principals: its own, else the built-in CRM's.
+    fn instance_url(&self, tenant: &TenantEntry) -> Option<String> {
+        tenant.instance_url.clone().or_else(|| {
+            tenant
+                .proxy_base
+                .is_none()
+                .then(|| self.built_in.as_deref().map(|b| b.instance_url(&tenant.id)))
+                .flatten()
+        })
     }
 
     /// Registers one tenant on the host, on the component it runs (the one swapped in for it
@@ -323,53 +350,6 @@ impl Tenants {
         credential_source(self.built_in.as_deref(), tenant)
     }
 
-    /// Applies the registry whenever another host imports a new one (and after this host's
-    /// listener reconnects, when it may have missed one).
-    pub(super) fn follow(self: Arc<Self>, store: Arc<PgStore>) {
-        let mut events = store.events();
-        tokio::spawn(async move {
-            loop {
-                let reload = match events.recv().await {
-                    Ok(StoreEvent::Registry { .. } | StoreEvent::Resync) => true,
-                    Ok(_) => false,
-                    Err(RecvError::Lagged(_)) => true,
-                    Err(RecvError::Closed) => return,
-                };
-                if !reload {
-                    continue;
-                }
-                let (tenants, store) = (self.clone(), store.clone());
-                let _ = tokio::task::spawn_blocking(move || tenants.reload(&store)).await;
-            }
-        });
-    }
-
-    /// Reads the registry and applies it if it is newer than what this host applied, then
-    /// tells the fleet.
-    fn reload(&self, store: &PgStore) {
-        let current = self
-            .applied
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .version;
-        match store.registry() {
-            Ok(Some((version, text))) if version > current => {
-                match TenantsFile::parse(&text) {
-                    Ok(file) => {
-                        self.apply(version, Arc::new(file));
-                    }
-                    Err(e) => {
-                        tracing::error!("tenants registry version {version}: {e}");
-                        self.apply_unreadable(version, &e);
-                    }
-                }
-                self.report(store);
-            }
-            Ok(_) => {}
-            Err(e) => tracing::warn!("reading the tenants registry: {e}"),
-        }
-    }
-
     /// Until `stop`: every [`HEARTBEAT`], tries the tenants out of service again (a store that
     /// was away, a directory made since) and reports this host to the fleet's store, if any.
     pub(super) fn heartbeat(self: Arc<Self>, stop: CancellationToken) {
@@ -391,17 +371,28 @@ impl Tenants {
         });
     }
 
-    /// Builds the current file's out-of-service tenants again (tokens stay as they are).
+    /// Builds the out-of-service tenants again (tokens stay as they are; a tenant whose row
+    /// this host cannot read waits for the row to change).
     fn retry_out_of_service(&self) {
         let mut applied = self.applied.lock().unwrap_or_else(|e| e.into_inner());
-        let out = applied
-            .tenants
-            .values()
-            .any(|t| matches!(t, Applied::OutOfService(..)));
-        if let Some(file) = applied.file.clone().filter(|_| out) {
-            let version = applied.version;
-            self.apply_tenants(&mut applied, version, file);
+        let entries: Vec<Arc<TenantEntry>> = applied
+            .out
+            .keys()
+            .filter_map(|id| match applied.tenants.get(id) {
+                Some(Applied::OutOfService(entry, _)) => Some(entry.clone()),
+                _ => None,
+            })
+            .collect();
+        if entries.is_empty() {
+            return;
         }
+        let steps = entries
+            .iter()
+            .map(|entry| (entry.id.clone(), plan::Step::Build(entry)))
+            .collect();
+        let now = plan::carry_out(&applied.tenants, steps, &mut OnHost::new(self));
+        let version = applied.version;
+        self.settle_steps(&mut applied, version, now, Vec::new());
     }
 
     /// What this host tells the fleet of itself now.
@@ -410,9 +401,13 @@ impl Tenants {
         HostReport {
             host_id: self.host_id.clone(),
             registry_version: applied.version,
-            out_of_service: plan::out_of_service(&applied.tenants)
-                .into_iter()
-                .map(|(tenant, reason)| OutOfService { tenant, reason })
+            out_of_service: applied
+                .out
+                .iter()
+                .map(|(tenant, reason)| OutOfService {
+                    tenant: tenant.clone(),
+                    reason: reason.clone(),
+                })
                 .collect(),
         }
     }

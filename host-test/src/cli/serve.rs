@@ -2,6 +2,8 @@
 //! tenant of a tenants file, or of the fleet's registry.
 
 use super::registry::Tenants;
+use super::registry::follow::read_registry;
+use super::registry::rows::Change;
 use super::{
     BuiltInCrm, CodeNeeded, NO_BUILT_IN_CRM, Options, audit_log, load_component, network_backend,
     stop_signal,
@@ -11,7 +13,7 @@ use crate::backend::Backend;
 use crate::mcp::admin::{Admin, Credentials, OperatorToken};
 use crate::mcp::http::limits::{DEFAULT_IN_FLIGHT_PER_PRINCIPAL, DEFAULT_TASKS_PER_PRINCIPAL};
 use crate::mcp::http::{self as mcp_http, Gate, MCP_PATH};
-use crate::mcp::tenants::{SharedTokens, TenantsFile};
+use crate::mcp::tenants::{SharedTokens, TenantEntry, TenantsFile, TokenTable};
 use crate::metrics::Metrics;
 use clap::Args;
 use serde_json::json;
@@ -149,6 +151,27 @@ impl ServeLimits {
     }
 }
 
+/// The tenants a server starts with: a tenants file's, or the fleet registry's rows.
+enum Listing {
+    File(TenantsFile),
+    Rows(Change),
+}
+
+impl Listing {
+    /// How many tenants are listed, and how many of them are on a broker.
+    fn count(&self) -> (usize, usize) {
+        let count = |tenants: &mut dyn Iterator<Item = &TenantEntry>| {
+            tenants.fold((0, 0), |(all, broker), t| {
+                (all + 1, broker + usize::from(t.proxy_base.is_some()))
+            })
+        };
+        match self {
+            Listing::File(file) => count(&mut file.tenants.iter().map(|t| &**t)),
+            Listing::Rows(change) => count(&mut change.listed()),
+        }
+    }
+}
+
 /// `crm-host serve`'s own arguments.
 pub(super) struct ServeCommand {
     pub(super) listen: std::net::SocketAddr,
@@ -183,39 +206,26 @@ pub(super) async fn serve_http(
         ));
     }
     let reading = std::time::Instant::now();
-    let (version, file) = match (&tenants_path, stores.postgres()) {
+    let listing = match (&tenants_path, stores.postgres()) {
         (Some(path), _) => {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| format!("--tenants {}: {e}", path.display()))?;
-            (
-                0,
+            Listing::File(
                 TenantsFile::parse(&text).map_err(|e| format!("{}: {e}", path.display()))?,
             )
         }
-        (None, Some(fleet)) => {
-            let (version, text) = fleet.registry().map_err(|e| e.to_string())?.ok_or(
-                "the store has no tenants registry yet: run `crm-host tenants import FILE` \
-                 with the same --store, or give --tenants",
-            )?;
-            let file = TenantsFile::parse(&text).map_err(|e| format!("the registry: {e}"))?;
-            (version, file)
-        }
+        (None, Some(fleet)) => Listing::Rows(read_registry(fleet)?),
         (None, None) => {
             return Err("give --tenants FILE (or a PostgreSQL --store whose \
                                     registry names the tenants)"
                 .into());
         }
     };
-    let tenant_count = file.tenants.len();
+    let (tenant_count, on_broker) = listing.count();
     let (runtime, plugin) = load_component(options, CodeNeeded::ByFirstCall)?;
-    let on_broker = file
-        .tenants
-        .iter()
-        .filter(|t| t.proxy_base.is_some())
-        .count();
     let backend: Arc<dyn Backend> = match on_broker {
         0 => built_in.as_deref().ok_or(NO_BUILT_IN_CRM)?.backend(),
-        n if n == file.tenants.len() => Arc::new(network_backend(options, &runtime)?),
+        n if n == tenant_count => Arc::new(network_backend(options, &runtime)?),
         _ => return Err("serve either sandbox tenants or broker tenants, not both".into()),
     };
     let metrics = Arc::new(Metrics::default());
@@ -249,7 +259,15 @@ pub(super) async fn serve_http(
     // A tenant that cannot be built here is out of service, named in /readyz, /metrics and
     // the fleet's reports; the host serves the others.
     let applying = std::time::Instant::now();
-    tenants.apply(version, Arc::new(file));
+    match listing {
+        Listing::File(file) => drop(tenants.apply(0, Arc::new(file))),
+        Listing::Rows(change) => {
+            tenants
+                .tokens
+                .replace(TokenTable::new(&tenants.options.scopes));
+            tenants.apply_change(change);
+        }
+    }
     tracing::info!(
         tenants = tenant_count,
         read_ms = (applying - reading).as_millis() as u64,

@@ -1,6 +1,9 @@
-//! `crm-host tenants import|swap|status`: the fleet's registry in the PostgreSQL store, and
-//! what each host serving it reports.
+//! `crm-host tenants import|export|revoke|swap|status`: the fleet's registry in the PostgreSQL
+//! store, and what each host serving it reports. The registry is rows: an import writes only the
+//! rows that differ from the file, a revocation one row per token, and every host applies just
+//! those.
 
+use super::registry::rows::{file_of, rows_of, toml_of};
 use super::store::Store;
 use crate::Runtime;
 use crate::governance::HostPolicy;
@@ -10,11 +13,23 @@ use std::sync::Arc;
 /// What `crm-host tenants` does.
 #[derive(Debug, clap::Subcommand)]
 pub(super) enum TenantsAction {
-    /// Replace the registry with a tenants file (checked first): tenants, tokens, identity
-    /// providers, policies, the operator's token. Compiles nothing.
+    /// Make the registry what a tenants file (checked first) says: tenants, tokens, identity
+    /// providers, policies, the operator's token. Only the rows that differ are written, and
+    /// hosts apply only those; a file equal to the registry changes nothing. Compiles nothing.
     Import {
         #[arg(value_name = "FILE")]
         tenants_file: std::path::PathBuf,
+    },
+    /// Write the registry as a tenants file (which `import` reads back unchanged).
+    Export {
+        #[arg(value_name = "FILE")]
+        tenants_file: std::path::PathBuf,
+    },
+    /// Revoke bearer tokens by their hex SHA-256, as the tenants file lists them: every host
+    /// refuses them within a second. Nothing is revoked if one is not listed.
+    Revoke {
+        #[arg(value_name = "SHA256", required = true)]
+        sha256: Vec<String>,
     },
     /// Make a component the one a tenant runs on every host (calls in flight finish on the old
     /// one; listening clients are told the tool list changed).
@@ -46,12 +61,49 @@ pub(super) fn run(
             let text =
                 std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
             let parsed = checked(&text).map_err(|e| format!("{}: {e}", file.display()))?;
-            let version = fleet.put_registry(&text).map_err(|e| e.to_string())?;
+            let written = fleet
+                .replace_registry(rows_of(&parsed))
+                .map_err(|e| e.to_string())?;
             Ok(serde_json::json!({
-                "registry_version": version,
-                "tenants": parsed.tenants.iter().map(|t| t.id.clone()).collect::<Vec<_>>(),
+                "registry_version": written.version,
+                "rows_changed": written.changed,
+                "unchanged": written.changed == 0,
+                "tenants": parsed.tenants.len(),
                 "tokens": parsed.tokens.len(),
                 "admin": parsed.admin.is_some(),
+            }))
+        }
+        TenantsAction::Export { tenants_file: file } => {
+            let read = fleet
+                .registry_rows(0)
+                .map_err(|e| e.to_string())?
+                .ok_or("the store has no tenants registry yet: nothing to export")?;
+            let version = read.version;
+            let parsed = file_of(read)?;
+            std::fs::write(file, toml_of(&parsed)?)
+                .map_err(|e| format!("{}: {e}", file.display()))?;
+            Ok(serde_json::json!({
+                "registry_version": version,
+                "written": file.display().to_string(),
+                "tenants": parsed.tenants.len(),
+                "tokens": parsed.tokens.len(),
+                "admin": parsed.admin.is_some(),
+            }))
+        }
+        TenantsAction::Revoke { sha256 } => {
+            let hashes = sha256
+                .iter()
+                .map(|h| {
+                    let hex = h.len() == 64 && h.bytes().all(|b| b.is_ascii_hexdigit());
+                    hex.then(|| h.to_ascii_lowercase()).ok_or_else(|| {
+                        format!("{h:?} is not a hex SHA-256 (64 digits, as the tenants file lists tokens)")
+                    })
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let written = fleet.revoke_tokens(hashes).map_err(|e| e.to_string())?;
+            Ok(serde_json::json!({
+                "registry_version": written.version,
+                "revoked": written.changed,
             }))
         }
         TenantsAction::Swap {
@@ -70,10 +122,10 @@ pub(super) fn run(
             Ok(serde_json::json!({"tenant": tenant, "component_sha256": sha256}))
         }
         TenantsAction::Status => {
-            let registry = fleet.registry().map_err(|e| e.to_string())?;
+            let version = fleet.registry_version().map_err(|e| e.to_string())?;
             let hosts = fleet.fleet_hosts().map_err(|e| e.to_string())?;
             Ok(serde_json::json!({
-                "registry_version": registry.map(|(version, _)| version),
+                "registry_version": version,
                 "hosts": hosts,
             }))
         }

@@ -61,6 +61,15 @@ impl Credentials {
     pub fn replace(&self, sources: HashMap<String, CredentialSource>) {
         *self.0.write().unwrap_or_else(|e| e.into_inner()) = sources;
     }
+
+    /// Sets one tenant's source (or, with none, forgets it), leaving the others.
+    pub fn set(&self, tenant: &str, source: Option<CredentialSource>) {
+        let mut sources = self.0.write().unwrap_or_else(|e| e.into_inner());
+        match source {
+            Some(source) => sources.insert(tenant.to_owned(), source),
+            None => sources.remove(tenant),
+        };
+    }
 }
 
 /// The operator's token, as the hex SHA-256 of the tenants file's `[admin]`: replaced whenever

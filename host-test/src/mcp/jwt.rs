@@ -23,7 +23,7 @@ const MAX_JWKS_BYTES: usize = 256 << 10;
 pub const JWKS_REFRESH_INTERVAL: Duration = Duration::from_secs(60);
 
 /// The asymmetric algorithms a provider may sign with.
-#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Deserialize, serde::Serialize, PartialEq, Eq)]
 pub enum JwtAlgorithm {
     EdDSA,
     ES256,

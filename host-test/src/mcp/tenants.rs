@@ -31,14 +31,11 @@
 //! # user_claim = "sub"             # the claim naming the user [default: sub]
 //! ```
 
-use super::jwt::{self, Jwks, JwtAlgorithm, KeySource, Provider, ProviderSettings};
-use super::{Authority, Principal};
-use crate::backend::Backend;
-use serde::Deserialize;
+use super::jwt::{self, JwtAlgorithm};
+
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 use url::Url;
 
 /// The parsed tenants file.
@@ -65,7 +62,7 @@ fn shared<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Arc<TenantEntry>
 }
 
 /// The operator's access to the admin routes.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct AdminEntry {
     /// Lower-case hex SHA-256 of the operator's token; it may not also be an MCP token.
@@ -73,7 +70,7 @@ pub struct AdminEntry {
 }
 
 /// An identity provider whose signed tokens (JWTs) name a tenant and a user in their claims.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct JwtIssuer {
     /// The `iss` a token must carry.
@@ -86,10 +83,13 @@ pub struct JwtIssuer {
     /// tenant, whatever their tenant claim says.
     pub tenants: Vec<String>,
     /// The provider's public key, PEM; or
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub public_key_pem: Option<String>,
     /// the provider's JWKS document (https), for keys it rotates.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub jwks_url: Option<Url>,
     /// Clock skew tolerated on `exp` and `nbf`, in seconds [default: 60].
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub leeway_seconds: Option<u64>,
     /// The claim naming the tenant, which must be one of `tenants`.
     #[serde(default = "tenant_claim")]
@@ -98,6 +98,7 @@ pub struct JwtIssuer {
     #[serde(default = "user_claim")]
     pub user_claim: String,
     /// CRM A scopes granted to its users [default: the server's].
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub scopes: Option<Vec<String>>,
     /// Whether anyone may learn this issuer from the unauthenticated protected-resource
     /// metadata (RFC 9728 `authorization_servers`) [default: false]. A provider bound to one
@@ -108,7 +109,7 @@ pub struct JwtIssuer {
 }
 
 /// Clock skew tolerated on a provider's `exp` and `nbf` unless its table says otherwise.
-const DEFAULT_LEEWAY_SECONDS: u64 = 60;
+pub(crate) const DEFAULT_LEEWAY_SECONDS: u64 = 60;
 
 fn tenant_claim() -> String {
     "tenant".into()
@@ -119,39 +120,57 @@ fn user_claim() -> String {
 }
 
 /// One tenant the server runs.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TenantEntry {
     pub id: String,
     /// A real broker; without it the tenant is one of the sandbox's.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub proxy_base: Option<Url>,
     /// The environment variable holding this tenant's broker credential.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub credential_env: Option<String>,
     /// The Salesforce org URL for record links.
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub instance_url: Option<String>,
     /// The workspace admin's policy over the assistant's writes and reads.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "PolicyEntry::is_unset")]
     pub policy: PolicyEntry,
 }
 
 /// A tenant's `[tenants.policy]` table: each key is one `CRM_POLICY_*` setting
 /// (docs/governed-writes.md, the policy table). The model can change none of it.
-#[derive(Debug, Clone, PartialEq, Default, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyEntry {
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub read_only: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub crm_a_writable: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub crm_b_writable: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub masked_fields: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub never_written: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub max_records: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub confirm_writes: Option<ConfirmWrites>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub confirm_ttl_seconds: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub crm_a_provenance: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub crm_b_provenance: Option<String>,
 }
 
 impl PolicyEntry {
+    /// Whether the table sets nothing (the environment's settings apply).
+    pub fn is_unset(&self) -> bool {
+        *self == PolicyEntry::default()
+    }
+
     /// The table as the tenant's `CRM_POLICY_*` settings.
     pub fn settings(&self) -> Vec<(String, String)> {
         let list = |l: &Option<Vec<String>>| {
@@ -221,6 +240,18 @@ impl ConfirmWrites {
     }
 }
 
+impl Serialize for ConfirmWrites {
+    /// As it is written in a tenants file, which reads it back the same.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            ConfirmWrites::Off => serializer.serialize_bool(false),
+            ConfirmWrites::Token => serializer.serialize_str("token"),
+            ConfirmWrites::User => serializer.serialize_str("user"),
+            ConfirmWrites::UserOrToken => serializer.serialize_str("user-or-token"),
+        }
+    }
+}
+
 impl<'de> Deserialize<'de> for ConfirmWrites {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         struct Mode;
@@ -253,40 +284,15 @@ impl<'de> Deserialize<'de> for ConfirmWrites {
 }
 
 /// One bearer token, by its hash.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct TokenEntry {
     /// Lower-case hex SHA-256 of the token.
     pub sha256: String,
     pub tenant: String,
     pub user: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub scopes: Option<Vec<String>>,
-}
-
-/// Who each token acts for: looked up by the token's hash, or read from a provider-signed
-/// token's claims.
-#[derive(Default)]
-pub struct TokenTable {
-    /// Each listed token by its SHA-256, kept small (a host may list a hundred thousand): the
-    /// principal is built when the token is presented.
-    by_hash: HashMap<[u8; 32], Listed>,
-    /// The CRM A scopes of a listed token that names none.
-    default_scopes: Arc<[String]>,
-    /// Each provider, with the CRM A scopes its users are granted.
-    providers: Vec<(Provider, Vec<String>)>,
-    /// Each listed tenant's Salesforce org URL, for every principal of the tenant.
-    tenants: HashMap<Arc<str>, Option<String>>,
-    /// The issuers the operator lets anyone learn (`advertised = true`).
-    advertised: Vec<String>,
-}
-
-/// Who a listed token acts for.
-struct Listed {
-    /// The key of [`TokenTable::tenants`], shared.
-    tenant: Arc<str>,
-    user: Box<str>,
-    /// `None`: the table's default scopes.
-    scopes: Option<Arc<[String]>>,
 }
 
 /// The token in an `Authorization` header: the `Bearer` scheme, in any case (RFC 7235,
@@ -302,31 +308,6 @@ pub fn token_hash(token: &str) -> String {
     hex(&Sha256::digest(token.as_bytes()))
 }
 
-/// Lowercase hex of `bytes`.
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut text = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        text.push(DIGITS[usize::from(b >> 4)] as char);
-        text.push(DIGITS[usize::from(b & 15)] as char);
-    }
-    text
-}
-
-/// The 32 bytes a 64-digit hex SHA-256 (either case) spells.
-fn hash_from_hex(text: &str) -> Option<[u8; 32]> {
-    let digits = text.as_bytes();
-    if digits.len() != 64 {
-        return None;
-    }
-    let mut hash = [0u8; 32];
-    for (byte, pair) in hash.iter_mut().zip(digits.chunks(2)) {
-        let digit = |d: u8| (d as char).to_digit(16);
-        *byte = (digit(pair[0])? * 16 + digit(pair[1])?) as u8;
-    }
-    Some(hash)
-}
-
 impl TenantsFile {
     /// Reads and checks a tenants file: every token names a known tenant, no tenant, hash or
     /// provider twice, every provider's key readable. These hold on every host alike, so
@@ -337,6 +318,12 @@ impl TenantsFile {
             Some(file) => file,
             None => toml::from_str(text).map_err(|e| e.to_string())?,
         };
+        Self::check(file)
+    }
+
+    /// Checks a tenants file however it was read (a file, the registry's rows): see
+    /// [`TenantsFile::parse`].
+    pub fn check(file: TenantsFile) -> Result<Self, String> {
         // Looked up by id, never scanned: a file lists up to a hundred thousand tenants.
         let mut ids = std::collections::HashSet::new();
         if let Some(twice) = file.tenants.iter().find(|t| !ids.insert(t.id.as_str())) {
@@ -403,176 +390,15 @@ impl TenantsFile {
         }
         Ok(file)
     }
-
-    /// The token table, each token's principal completed from its tenant and the defaults.
-    pub fn tokens(
-        &self,
-        default_scopes: &[String],
-        instance_url: impl Fn(&TenantEntry) -> Option<String>,
-    ) -> Result<TokenTable, String> {
-        self.tokens_with_jwks(default_scopes, instance_url, None)
-    }
-
-    /// As [`TenantsFile::tokens`], fetching providers' JWKS documents through `jwks_backend`
-    /// (a provider with a `jwks_url` needs one).
-    pub fn tokens_with_jwks(
-        &self,
-        default_scopes: &[String],
-        instance_url: impl Fn(&TenantEntry) -> Option<String>,
-        jwks_backend: Option<Arc<dyn Backend>>,
-    ) -> Result<TokenTable, String> {
-        let tenants: HashMap<Arc<str>, Option<String>> = self
-            .tenants
-            .iter()
-            .map(|t| (Arc::from(t.id.as_str()), instance_url(t)))
-            .collect();
-        let mut by_hash = HashMap::with_capacity(self.tokens.len());
-        for token in &self.tokens {
-            let (tenant, _) = tenants
-                .get_key_value(token.tenant.as_str())
-                .ok_or("unknown tenant")?;
-            let listed = Listed {
-                tenant: tenant.clone(),
-                user: token.user.as_str().into(),
-                scopes: token.scopes.as_deref().map(Arc::from),
-            };
-            let hash = hash_from_hex(&token.sha256)
-                .ok_or_else(|| format!("the token for {} is not a hex SHA-256", token.tenant))?;
-            if by_hash.insert(hash, listed).is_some() {
-                return Err(format!(
-                    "the same token is listed twice (for {})",
-                    token.tenant
-                ));
-            }
-        }
-        let providers = self
-            .jwt
-            .iter()
-            .map(|issuer| provider(issuer, default_scopes, jwks_backend.clone()))
-            .collect::<Result<_, _>>()?;
-        let advertised = self
-            .jwt
-            .iter()
-            .filter(|issuer| issuer.advertised)
-            .map(|issuer| issuer.issuer.clone())
-            .collect();
-        Ok(TokenTable {
-            by_hash,
-            default_scopes: default_scopes.into(),
-            providers,
-            tenants,
-            advertised,
-        })
-    }
-}
-
-fn provider(
-    issuer: &JwtIssuer,
-    default_scopes: &[String],
-    jwks_backend: Option<Arc<dyn Backend>>,
-) -> Result<(Provider, Vec<String>), String> {
-    let keys = match (&issuer.public_key_pem, &issuer.jwks_url) {
-        (Some(pem), _) => KeySource::Fixed(
-            jwt::pem_key(issuer.algorithm, pem)
-                .map_err(|e| format!("the public key of {}: {e}", issuer.issuer))?,
-        ),
-        (None, Some(url)) => {
-            let backend = jwks_backend.ok_or_else(|| {
-                format!(
-                    "the provider {} has a jwks_url but no way to fetch it",
-                    issuer.issuer
-                )
-            })?;
-            KeySource::Jwks(Jwks::new(url.clone(), backend)?)
-        }
-        (None, None) => return Err(format!("the provider {} has no key", issuer.issuer)),
-    };
-    let provider = Provider::new(ProviderSettings {
-        issuer: issuer.issuer.clone(),
-        audience: issuer.audience.clone(),
-        algorithm: issuer.algorithm,
-        keys,
-        tenant_claim: issuer.tenant_claim.clone(),
-        user_claim: issuer.user_claim.clone(),
-        tenants: issuer.tenants.clone(),
-        leeway: Duration::from_secs(issuer.leeway_seconds.unwrap_or(DEFAULT_LEEWAY_SECONDS)),
-    });
-    let scopes = issuer
-        .scopes
-        .clone()
-        .unwrap_or_else(|| default_scopes.to_vec());
-    Ok((provider, scopes))
-}
-
-/// The token table a server checks requests against, replaced whole when the tenants registry
-/// changes (a revoked token fails its very next request; a request being checked keeps the
-/// table it started with).
-#[derive(Clone, Default)]
-pub struct SharedTokens(Arc<std::sync::RwLock<Arc<TokenTable>>>);
-
-impl From<TokenTable> for SharedTokens {
-    fn from(table: TokenTable) -> Self {
-        SharedTokens(Arc::new(std::sync::RwLock::new(Arc::new(table))))
-    }
-}
-
-impl SharedTokens {
-    /// The table now.
-    pub fn current(&self) -> Arc<TokenTable> {
-        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
-    }
-
-    /// Puts `table` in the place of the current one.
-    pub fn replace(&self, table: TokenTable) {
-        *self.0.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(table);
-    }
-}
-
-impl TokenTable {
-    /// The principal a presented bearer token acts for, if any: a listed token, or a token
-    /// signed by a listed provider, valid now, for this audience, naming a tenant the provider
-    /// is bound to.
-    pub async fn principal(&self, token: &str) -> Option<Principal> {
-        let hash: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        if let Some(listed) = self.by_hash.get(&hash) {
-            return Some(Principal {
-                tenant_id: listed.tenant.to_string(),
-                user_id: listed.user.to_string(),
-                granted_scopes: listed
-                    .scopes
-                    .as_deref()
-                    .unwrap_or(&self.default_scopes)
-                    .to_vec(),
-                instance_url: self.tenants.get(&listed.tenant).cloned().flatten(),
-                authority: Authority::Token(hex(&hash)),
-            });
-        }
-        for (provider, scopes) in &self.providers {
-            let Some(claimed) = provider.verify(token).await else {
-                continue;
-            };
-            let instance_url = self.tenants.get(claimed.tenant.as_str())?.clone();
-            return Some(Principal {
-                tenant_id: claimed.tenant,
-                user_id: claimed.user,
-                granted_scopes: scopes.clone(),
-                instance_url,
-                authority: Authority::Provider(provider.issuer.clone()),
-            });
-        }
-        None
-    }
-
-    /// The issuers of the providers, for the protected-resource metadata.
-    /// Only those the operator marked `advertised`: the metadata is public, and a tenant's
-    /// own provider would tell a stranger who the tenants are.
-    pub fn issuers(&self) -> Vec<String> {
-        self.advertised.clone()
-    }
 }
 
 /// A large file parsed in two halves at once.
 mod halves;
+/// Who each token acts for.
+mod tokens;
+
+use tokens::hex;
+pub use tokens::{SharedTokens, TokenTable};
 
 #[cfg(test)]
 mod tests;

@@ -20,6 +20,7 @@ pub mod schema;
 
 pub use events::StoreEvent;
 pub use hosts::{HostReport, HostSeen, OutOfService};
+pub use registry::{RegistryRead, RegistryRow, RowKind, Written};
 
 use super::StoreError;
 use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod};

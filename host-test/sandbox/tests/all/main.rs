@@ -17,6 +17,7 @@ mod fleet;
 mod fleet_chaos;
 mod fleet_faults;
 mod fleet_registry;
+mod fleet_rows;
 mod fleet_serve;
 mod governance;
 mod holding;

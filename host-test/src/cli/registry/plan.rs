@@ -7,6 +7,7 @@
 //! serving the old one would quietly undo the operator's change (fail closed). It is tried
 //! again at every apply, so it comes back as soon as it builds.
 
+use super::rows::Row;
 use crate::mcp::tenants::TenantEntry;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -19,6 +20,9 @@ pub(crate) enum Applied {
     Serving(Arc<TenantEntry>),
     /// Listed with this entry, which could not be built here, for this reason.
     OutOfService(Arc<TenantEntry>, String),
+    /// Listed with a registry row this host cannot read, for this reason: out of service
+    /// until the row changes.
+    Unreadable(String),
 }
 
 /// What to do for one tenant.
@@ -30,6 +34,8 @@ pub(crate) enum Step<'a> {
     Build(&'a Arc<TenantEntry>),
     /// No longer listed: stop serving it.
     Remove,
+    /// Listed with a row this host cannot read (why): out of service here.
+    Unreadable(&'a str),
 }
 
 /// The side of applying that touches the host.
@@ -69,6 +75,26 @@ pub(crate) fn plan<'a>(
     steps
 }
 
+/// The steps of the tenants' rows that changed (the registry's other tenants are untouched).
+pub(crate) fn changed<'a>(
+    applied: &HashMap<String, Applied>,
+    rows: &'a [(String, Row<Arc<TenantEntry>>)],
+) -> Vec<(String, Step<'a>)> {
+    rows.iter()
+        .map(|(id, row)| {
+            let step = match row {
+                Row::Set(entry) => match applied.get(id) {
+                    Some(Applied::Serving(served)) if served == entry => Step::Keep,
+                    _ => Step::Build(entry),
+                },
+                Row::Removed => Step::Remove,
+                Row::Unreadable(why) => Step::Unreadable(why),
+            };
+            (id.clone(), step)
+        })
+        .collect()
+}
+
 /// Carries `steps` out; returns every listed tenant's state after. A tenant that fails to
 /// build is taken out of service and the others go on.
 pub(crate) fn carry_out(
@@ -95,6 +121,10 @@ pub(crate) fn carry_out(
                 now.insert(id, state);
             }
             Step::Remove => effects.remove(&id),
+            Step::Unreadable(why) => {
+                effects.take_out(&id, why);
+                now.insert(id, Applied::Unreadable(why.to_owned()));
+            }
         }
     }
     now
@@ -105,28 +135,10 @@ pub(crate) fn out_of_service(applied: &HashMap<String, Applied>) -> BTreeMap<Str
     applied
         .iter()
         .filter_map(|(id, state)| match state {
-            Applied::OutOfService(_, why) => Some((id.clone(), why.clone())),
+            Applied::OutOfService(_, why) | Applied::Unreadable(why) => {
+                Some((id.clone(), why.clone()))
+            }
             Applied::Serving(_) => None,
-        })
-        .collect()
-}
-
-/// The tenants' states when a registry version cannot even be read here: every tenant out of
-/// service for `why`. Keeping the old state would keep serving tokens the unread version may
-/// revoke, so this host serves nothing until it reads a version (fail closed).
-pub(crate) fn unreadable(
-    applied: &HashMap<String, Applied>,
-    why: &str,
-    effects: &mut impl Effects,
-) -> HashMap<String, Applied> {
-    applied
-        .iter()
-        .map(|(id, state)| {
-            let entry = match state {
-                Applied::Serving(entry) | Applied::OutOfService(entry, _) => entry.clone(),
-            };
-            effects.take_out(id, why);
-            (id.clone(), Applied::OutOfService(entry, why.to_owned()))
         })
         .collect()
 }
@@ -301,19 +313,42 @@ mod tests {
     }
 
     #[test]
-    fn an_unreadable_version_takes_every_tenant_out_of_service() {
+    fn changed_rows_touch_only_their_tenants_and_an_unreadable_row_only_its_own() {
         let mut host = Recorder {
-            set: vec!["ACME"],
+            set: vec!["ACME", "GLOBEX", "INITECH"],
             ..Recorder::default()
         };
-        let before = apply(&HashMap::new(), &[entry("acme", "ACME")], &mut host);
-        let now = unreadable(&before, "unknown field `colour`", &mut host);
+        let listed = [
+            entry("acme", "ACME"),
+            entry("globex", "GLOBEX"),
+            entry("initech", "INITECH"),
+        ];
+        let before = apply(&HashMap::new(), &listed, &mut host);
+        host.done.clear();
+        let rows = vec![
+            ("acme".to_string(), Row::Set(listed[0].clone())),
+            (
+                "globex".to_string(),
+                Row::Unreadable("unknown field `colour`".into()),
+            ),
+            ("initech".to_string(), Row::Removed),
+            ("hooli".to_string(), Row::Set(entry("hooli", "ACME"))),
+        ];
+        let now = carry_out(&before, changed(&before, &rows), &mut host);
+        assert_eq!(
+            host.done,
+            [
+                "out globex: unknown field `colour`",
+                "remove initech",
+                "build hooli"
+            ],
+            "acme's row is as served: kept, not built again"
+        );
+        assert_eq!(now["acme"], Applied::Serving(listed[0].clone()));
         assert_eq!(
             out_of_service(&now),
-            BTreeMap::from([("acme".to_string(), "unknown field `colour`".to_string())])
+            BTreeMap::from([("globex".to_string(), "unknown field `colour`".to_string())])
         );
-        let (newly_out, back) = changes(&before, &now);
-        assert_eq!(newly_out.len(), 1);
-        assert!(back.is_empty());
+        assert!(!now.contains_key("initech"));
     }
 }

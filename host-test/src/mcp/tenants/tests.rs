@@ -1,6 +1,7 @@
 //! The tenants file and token table, natively: hashes, providers, leeway, policies.
 
 use super::*;
+use crate::mcp::Authority;
 
 const FILE: &str = r#"
     [[tenants]]
@@ -48,6 +49,58 @@ async fn tokens_map_to_their_tenant_and_user_by_hash_only() {
             .is_none(),
         "the hash is not a token"
     );
+}
+
+#[tokio::test]
+async fn a_table_changed_in_place_revokes_adds_and_unlists_one_at_a_time() {
+    let file = TenantsFile::parse(FILE).unwrap();
+    let table = file.tokens(&["oauth".into()], |_| None).unwrap();
+    let shared = SharedTokens::from(table);
+    let held = shared.current();
+    assert!(
+        held.remove_token(&token_hash("secret")),
+        "alice's token was listed"
+    );
+    assert!(
+        !held.remove_token(&token_hash("secret")),
+        "and is no longer"
+    );
+    assert!(
+        shared.current().principal("secret").await.is_none(),
+        "revoked for every request from now on, in the table a request already holds too"
+    );
+    assert!(
+        shared.current().principal("test").await.is_some(),
+        "bob untouched"
+    );
+    let carol = TokenEntry {
+        sha256: token_hash("carol-token").to_ascii_uppercase(),
+        tenant: "acme".into(),
+        user: "carol".into(),
+        scopes: None,
+    };
+    held.set_token(&carol).unwrap();
+    let principal = held.principal("carol-token").await.unwrap();
+    assert_eq!(
+        (principal.user_id.as_str(), principal.granted_scopes),
+        ("carol", vec!["oauth".to_string()])
+    );
+    let stranger = TokenEntry {
+        tenant: "initech".into(),
+        ..carol
+    };
+    assert!(
+        held.set_token(&stranger).unwrap_err().contains("initech"),
+        "a token of a tenant not listed is refused"
+    );
+    held.remove_tenant("globex");
+    assert!(
+        held.principal("test").await.is_none(),
+        "a token of an unlisted tenant admits nobody"
+    );
+    held.set_tenant("globex", Some("https://globex.example".into()));
+    let bob = held.principal("test").await.unwrap();
+    assert_eq!(bob.instance_url.as_deref(), Some("https://globex.example"));
 }
 
 #[test]

@@ -27,9 +27,16 @@ pub enum StoreEvent {
         crm: String,
         connected: bool,
     },
-    /// The tenants registry was replaced (`crm-host tenants import`): tenants, tokens, identity
-    /// providers, policies.
-    Registry { version: i64 },
+    /// Rows of the tenants registry changed (`crm-host tenants import`, `tenants revoke`):
+    /// tenants, tokens, identity providers, the operator. A host reads the rows changed since
+    /// the version it applied.
+    Registry {
+        version: i64,
+        /// What changed (`token:<sha256>`, `tenant:<id>`, `jwt`, `admin`), when the list is
+        /// short enough for a notification; none when it is not.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        changed: Option<Vec<String>>,
+    },
     /// A tenant's component was swapped (`crm-host tenants swap`).
     Swap { tenant: String, sha256: String },
     /// This host's listener (re)connected: events may have been missed, read the state again.

@@ -179,6 +179,24 @@ pub const MIGRATIONS: &[Migration] = &[
         CREATE INDEX changes_pending ON changes (lease_until_ms) WHERE status = 'pending';
     "#,
     },
+    Migration {
+        version: 7,
+        name: "the tenants registry as rows, each stamped with the version that last changed it",
+        sql: r#"
+        CREATE TABLE registry_head (
+            id      boolean PRIMARY KEY DEFAULT true CHECK (id),
+            version bigint  NOT NULL
+        );
+        CREATE TABLE registry_rows (
+            kind     text   NOT NULL,
+            key      text   NOT NULL,
+            document text,
+            version  bigint NOT NULL,
+            PRIMARY KEY (kind, key)
+        );
+        CREATE INDEX registry_rows_by_version ON registry_rows (version);
+    "#,
+    },
 ];
 
 /// The newest schema this host knows.
