@@ -242,6 +242,7 @@ impl Tenants {
                 tracing::warn!("tenant {id} is no longer listed (it was out of service here)");
             }
         }
+        applied.tenants.reserve(now.len());
         for (id, state) in now {
             let why = match &state {
                 Applied::OutOfService(_, why) | Applied::Unreadable(why) => Some(why.clone()),

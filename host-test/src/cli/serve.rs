@@ -151,6 +151,19 @@ impl ServeLimits {
     }
 }
 
+/// Hands the memory freed after reading many tenants (the file's text, the rows as read)
+/// back to the system. glibc keeps freed memory in its arenas for reuse, and after reading a
+/// hundred thousand tenants that is tens of megabytes a server would hold for the rest of its
+/// life without using it.
+pub(super) fn release_freed_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free pages of the allocator's own heaps to the system;
+    // it touches no live allocation.
+    unsafe {
+        libc::malloc_trim(0);
+    }
+}
+
 /// The tenants a server starts with: a tenants file's, or the fleet registry's rows.
 enum Listing {
     File(TenantsFile),
@@ -222,7 +235,9 @@ pub(super) async fn serve_http(
         }
     };
     let (tenant_count, on_broker) = listing.count();
+    let read = reading.elapsed();
     let (runtime, plugin) = load_component(options, CodeNeeded::ByFirstCall)?;
+    let component = reading.elapsed() - read;
     let backend: Arc<dyn Backend> = match on_broker {
         0 => built_in.as_deref().ok_or(NO_BUILT_IN_CRM)?.backend(),
         n if n == tenant_count => Arc::new(network_backend(options, &runtime)?),
@@ -268,9 +283,11 @@ pub(super) async fn serve_http(
             tenants.apply_change(change);
         }
     }
+    release_freed_memory();
     tracing::info!(
         tenants = tenant_count,
-        read_ms = (applying - reading).as_millis() as u64,
+        read_ms = read.as_millis() as u64,
+        component_ms = component.as_millis() as u64,
         apply_ms = applying.elapsed().as_millis() as u64,
         "tenants listed"
     );

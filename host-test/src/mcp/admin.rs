@@ -62,13 +62,19 @@ impl Credentials {
         *self.0.write().unwrap_or_else(|e| e.into_inner()) = sources;
     }
 
-    /// Sets one tenant's source (or, with none, forgets it), leaving the others.
-    pub fn set(&self, tenant: &str, source: Option<CredentialSource>) {
+    /// Sets each tenant's source (or, with none, forgets it), leaving the others.
+    pub fn set<'a>(
+        &self,
+        changes: impl ExactSizeIterator<Item = (&'a str, Option<CredentialSource>)>,
+    ) {
         let mut sources = self.0.write().unwrap_or_else(|e| e.into_inner());
-        match source {
-            Some(source) => sources.insert(tenant.to_owned(), source),
-            None => sources.remove(tenant),
-        };
+        sources.reserve(changes.len());
+        for (tenant, source) in changes {
+            match source {
+                Some(source) => sources.insert(tenant.to_owned(), source),
+                None => sources.remove(tenant),
+            };
+        }
     }
 }
 

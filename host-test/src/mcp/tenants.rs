@@ -398,7 +398,7 @@ mod halves;
 mod tokens;
 
 use tokens::hex;
-pub use tokens::{SharedTokens, TokenTable};
+pub use tokens::{SharedTokens, TableEdit, TokenTable};
 
 #[cfg(test)]
 mod tests;

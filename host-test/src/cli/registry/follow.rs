@@ -50,38 +50,37 @@ impl Tenants {
             return;
         }
         let table = self.tokens.current();
+        let mut edit = table.edit();
+        edit.reserve(change.tenants.len(), change.tokens.len());
         for (id, row) in &change.tenants {
             match row {
-                Row::Set(entry) => {
-                    table.set_tenant(id, self.instance_url(entry));
-                    self.credentials.set(id, self.credential_source(entry).ok());
-                }
+                Row::Set(entry) => edit.set_tenant(id, self.instance_url(entry)),
                 // Its tokens still name it; its calls are refused, out of service.
-                Row::Unreadable(_) => {
-                    table.set_tenant(id, None);
-                    self.credentials.set(id, None);
-                }
-                Row::Removed => {
-                    table.remove_tenant(id);
-                    self.credentials.set(id, None);
-                }
+                Row::Unreadable(_) => edit.set_tenant(id, None),
+                Row::Removed => edit.remove_tenant(id),
             }
         }
+        self.credentials
+            .set(change.tenants.iter().map(|(id, row)| match row {
+                Row::Set(entry) => (id.as_str(), self.credential_source(entry).ok()),
+                Row::Unreadable(_) | Row::Removed => (id.as_str(), None),
+            }));
         for (sha256, row) in &change.tokens {
             let admitted = match row {
-                Row::Set(token) if token.sha256 == *sha256 => table.set_token(token),
+                Row::Set(token) if token.sha256 == *sha256 => edit.set_token(token),
                 Row::Set(_) => Err("its row names another hash".into()),
                 Row::Removed => {
-                    table.remove_token(sha256);
+                    edit.remove_token(sha256);
                     Ok(())
                 }
                 Row::Unreadable(why) => Err(why.clone()),
             };
             if let Err(why) = admitted {
-                table.remove_token(sha256);
+                edit.remove_token(sha256);
                 tracing::error!("registry token {sha256} admits nobody on this host: {why}");
             }
         }
+        drop(edit);
         let providers = match &change.jwt {
             None => Ok(()),
             Some(Row::Set(issuers)) => {
@@ -142,7 +141,11 @@ impl Tenants {
             .version;
         match store.registry_rows(since) {
             Ok(Some(read)) if read.version > since => {
+                let many = read.rows.len() >= 4_096;
                 self.apply_change(change_of(read));
+                if many {
+                    super::super::serve::release_freed_memory();
+                }
                 self.report(store);
             }
             Ok(_) => {}

@@ -102,7 +102,7 @@ pub(crate) fn carry_out(
     steps: Vec<(String, Step<'_>)>,
     effects: &mut impl Effects,
 ) -> HashMap<String, Applied> {
-    let mut now = HashMap::new();
+    let mut now = HashMap::with_capacity(steps.len());
     for (id, step) in steps {
         match step {
             Step::Keep => {

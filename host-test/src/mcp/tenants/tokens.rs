@@ -212,36 +212,32 @@ impl TokenTable {
         }
     }
 
-    fn listing(&self) -> std::sync::RwLockWriteGuard<'_, Listing> {
-        self.listing.write().unwrap_or_else(|e| e.into_inner())
+    /// The listed tokens and tenants, to change: held until the edit is dropped (a change of
+    /// many rows takes the lock once; requests wait for it rather than see half a change).
+    pub fn edit(&self) -> TableEdit<'_> {
+        TableEdit(self.listing.write().unwrap_or_else(|e| e.into_inner()))
     }
 
     /// Lists `tenant` (again), with its Salesforce org URL.
     pub fn set_tenant(&self, tenant: &str, instance_url: Option<String>) {
-        let mut listing = self.listing();
-        match listing.tenants.get_mut(tenant) {
-            Some(url) => *url = instance_url,
-            None => {
-                listing.tenants.insert(Arc::from(tenant), instance_url);
-            }
-        }
+        self.edit().set_tenant(tenant, instance_url);
     }
 
     /// Unlists `tenant`: none of its tokens, and no provider's token naming it, admits anyone
     /// from now on.
     pub fn remove_tenant(&self, tenant: &str) {
-        self.listing().tenants.remove(tenant);
+        self.edit().remove_tenant(tenant);
     }
 
     /// Lists `token` (replacing what the same hash acted for), or says why it cannot be: a
     /// tenant not listed, a hash that is not one.
     pub fn set_token(&self, token: &TokenEntry) -> Result<(), String> {
-        self.listing().list(token).map(drop)
+        self.edit().set_token(token)
     }
 
     /// Revokes the token whose hex SHA-256 is `sha256`; whether it was listed.
     pub fn remove_token(&self, sha256: &str) -> bool {
-        hash_from_hex(sha256).is_some_and(|hash| self.listing().by_hash.remove(&hash).is_some())
+        self.edit().remove_token(sha256)
     }
 
     /// Puts these identity providers in the place of the current ones.
@@ -326,5 +322,41 @@ impl TokenTable {
             .unwrap_or_else(|e| e.into_inner())
             .advertised
             .clone()
+    }
+}
+
+/// A change of a [`TokenTable`]'s listed tokens and tenants, under its lock.
+pub struct TableEdit<'a>(std::sync::RwLockWriteGuard<'a, Listing>);
+
+impl TableEdit<'_> {
+    /// Room for this many more tenants and tokens.
+    pub fn reserve(&mut self, tenants: usize, tokens: usize) {
+        self.0.tenants.reserve(tenants);
+        self.0.by_hash.reserve(tokens);
+    }
+
+    /// See [`TokenTable::set_tenant`].
+    pub fn set_tenant(&mut self, tenant: &str, instance_url: Option<String>) {
+        match self.0.tenants.get_mut(tenant) {
+            Some(url) => *url = instance_url,
+            None => {
+                self.0.tenants.insert(Arc::from(tenant), instance_url);
+            }
+        }
+    }
+
+    /// See [`TokenTable::remove_tenant`].
+    pub fn remove_tenant(&mut self, tenant: &str) {
+        self.0.tenants.remove(tenant);
+    }
+
+    /// See [`TokenTable::set_token`].
+    pub fn set_token(&mut self, token: &TokenEntry) -> Result<(), String> {
+        self.0.list(token).map(drop)
+    }
+
+    /// See [`TokenTable::remove_token`].
+    pub fn remove_token(&mut self, sha256: &str) -> bool {
+        hash_from_hex(sha256).is_some_and(|hash| self.0.by_hash.remove(&hash).is_some())
     }
 }

@@ -125,3 +125,30 @@ fn a_removed_row_and_a_row_under_another_key_are_told_apart() {
         change.tenants[0].1
     );
 }
+
+#[test]
+fn many_rows_read_in_halves_are_read_as_one_reading_would() {
+    let mut text = String::new();
+    for i in 0..3_000 {
+        text += &format!("[[tenants]]\nid = \"t{i:05}\"\n");
+    }
+    for i in 0..3_000 {
+        let hash = crate::mcp::tenants::token_hash(&format!("token-{i}"));
+        text += &format!("[[tokens]]\nsha256 = \"{hash}\"\ntenant = \"t{i:05}\"\nuser = \"u\"\n");
+    }
+    text +=
+        "[admin]\nsha256 = \"2c26b46b68ffc68ff99b453c1d30413413422d706483bfa0f98a5e886266e7ae\"\n";
+    let rows = rows_of(&TenantsFile::parse(&text).unwrap());
+    let change = change_of(read_back(rows.clone()));
+    assert_eq!(change.version, 3);
+    let tenants: Vec<&str> = change.tenants.iter().map(|(id, _)| id.as_str()).collect();
+    let expected: Vec<String> = (0..3_000).map(|i| format!("t{i:05}")).collect();
+    assert_eq!(tenants, expected, "every tenant, in the rows' order");
+    assert_eq!(change.tokens.len(), 3_000);
+    assert!(
+        matches!(change.admin, Some(Row::Set(_))),
+        "the operator's row, in the second half"
+    );
+    let back = file_of(read_back(rows.clone())).unwrap();
+    assert_eq!(rows_of(&back), rows);
+}
