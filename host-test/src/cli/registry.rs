@@ -86,6 +86,8 @@ pub(super) struct Tenants {
     pub(super) applied: Mutex<AppliedRegistry>,
     /// Whether the last report reached the store (a failure is logged once, not every beat).
     pub(super) reported: AtomicBool,
+    /// Whether this host follows the fleet's registry (else its tenants file).
+    pub(super) follows: AtomicBool,
 }
 
 /// The registry as this host applied it.
@@ -364,6 +366,11 @@ impl Tenants {
                 let _ = tokio::task::spawn_blocking(move || {
                     tenants.retry_out_of_service();
                     if let Some(store) = tenants.store.postgres() {
+                        if tenants.follows.load(Ordering::SeqCst) {
+                            // A change whose announcement was lost (a listener that died
+                            // unnoticed) is read here, a beat later at worst.
+                            tenants.catch_up(store);
+                        }
                         tenants.report(store);
                     }
                 })

@@ -270,6 +270,7 @@ pub(super) async fn serve_http(
         host_id: host_id(local),
         applied: Mutex::default(),
         reported: AtomicBool::new(true),
+        follows: AtomicBool::new(false),
     });
     // A tenant that cannot be built here is out of service, named in /readyz, /metrics and
     // the fleet's reports; the host serves the others.

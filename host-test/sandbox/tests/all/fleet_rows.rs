@@ -1,6 +1,7 @@
 //! The registry as rows (issue 43): a registry kept as one document is converted at a host's
 //! start; a revocation is one row, refused on every host within a second; an export imports
-//! back unchanged; a row a host cannot read takes only its own tenant out of service.
+//! back unchanged; a row a host cannot read takes only its own tenant out of service; a change
+//! whose announcement was lost is applied at the next heartbeat.
 //!
 //! Needs `CRM_TEST_POSTGRES`; without it the test prints one line and does nothing.
 
@@ -174,4 +175,27 @@ async fn a_revocation_is_one_row_an_export_imports_unchanged_and_a_bad_row_spoil
         status.to_string().contains("colour"),
         "named in the fleet's status: {status}"
     );
+
+    // A change whose announcement never came (a listener that died unnoticed) is read at a
+    // host's next heartbeat, every 3 seconds.
+    db.execute(
+        "WITH v AS (UPDATE registry_head SET version = version + 1 RETURNING version)
+         UPDATE registry_rows SET document = NULL, version = (SELECT version FROM v)
+          WHERE kind = 'token' AND key = $1",
+        &[&token_hash("acme-carol-token")],
+    )
+    .await
+    .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    for host in [&a, &b] {
+        while admitted(&host.url, "acme-carol-token").await {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "an unannounced revocation was never applied on {}",
+                host.url
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        }
+    }
+    assert!(admitted(&a.url, "acme-token").await);
 }

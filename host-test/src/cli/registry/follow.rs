@@ -116,6 +116,8 @@ impl Tenants {
     /// Applies the registry's changes whenever one is announced (and after this host's
     /// listener reconnects, when it may have missed one).
     pub(in crate::cli) fn follow(self: Arc<Self>, store: Arc<PgStore>) {
+        self.follows
+            .store(true, std::sync::atomic::Ordering::SeqCst);
         let mut events = store.events();
         tokio::spawn(async move {
             loop {
@@ -132,8 +134,8 @@ impl Tenants {
     }
 
     /// Reads the rows changed since the version this host applied and applies them, then
-    /// tells the fleet.
-    fn catch_up(&self, store: &PgStore) {
+    /// tells the fleet (one indexed query that finds nothing when nothing changed).
+    pub(super) fn catch_up(&self, store: &PgStore) {
         let since = self
             .applied
             .lock()
