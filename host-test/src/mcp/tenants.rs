@@ -120,7 +120,7 @@ fn user_claim() -> String {
 }
 
 /// One tenant the server runs.
-#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize, Hash)]
 #[serde(deny_unknown_fields)]
 pub struct TenantEntry {
     pub id: String,
@@ -140,7 +140,7 @@ pub struct TenantEntry {
 
 /// A tenant's `[tenants.policy]` table: each key is one `CRM_POLICY_*` setting
 /// (docs/governed-writes.md, the policy table). The model can change none of it.
-#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, PartialEq, Default, Deserialize, Serialize, Hash)]
 #[serde(deny_unknown_fields)]
 pub struct PolicyEntry {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -216,7 +216,7 @@ impl PolicyEntry {
 /// Written as in `CRM_POLICY_CONFIRM_WRITES`: `false`, `true` (the same as `"token"`),
 /// `"token"` (the assistant passes back a preview's token), `"user"` (the person confirms in
 /// their client) or `"user-or-token"` (the person when their client can ask, else the token).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ConfirmWrites {
     /// `false`: writes go out as the assistant makes them.
     Off,

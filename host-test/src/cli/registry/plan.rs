@@ -12,17 +12,37 @@ use crate::mcp::tenants::TenantEntry;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
-/// One tenant as this host applied it: the listed entry itself, shared with the file it came
-/// from, not a copy (a host may list a hundred thousand).
+/// One tenant as this host applied it. A served tenant is kept as its entry's fingerprint
+/// alone (a host may list a hundred thousand, and what it serves them on is built from the
+/// entry already); an out-of-service one keeps its entry, to be built again.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Applied {
-    /// Served on this entry.
-    Serving(Arc<TenantEntry>),
+    /// Served on the entry with this fingerprint.
+    Serving(Fingerprint),
     /// Listed with this entry, which could not be built here, for this reason.
     OutOfService(Arc<TenantEntry>, String),
     /// Listed with a registry row this host cannot read, for this reason: out of service
     /// until the row changes.
     Unreadable(String),
+}
+
+/// What tells two listed entries apart: 128 bits of two keyed hashes of the whole entry. Two
+/// different entries collide with a chance of 2^-128; the operator writes them, so nobody picks
+/// entries to collide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Fingerprint(u64, u64);
+
+impl Fingerprint {
+    pub(crate) fn of(entry: &TenantEntry) -> Self {
+        use std::hash::{Hash, Hasher};
+        let half = |key: u64| {
+            let mut hasher = std::hash::DefaultHasher::new();
+            key.hash(&mut hasher);
+            entry.hash(&mut hasher);
+            hasher.finish()
+        };
+        Fingerprint(half(0x6372_6d2d_686f_7374), half(0x7265_6769_7374_7279))
+    }
 }
 
 /// What to do for one tenant.
@@ -57,7 +77,7 @@ pub(crate) fn plan<'a>(
         .iter()
         .map(|entry| {
             let step = match applied.get(&entry.id) {
-                Some(Applied::Serving(served)) if served == entry => Step::Keep,
+                Some(Applied::Serving(served)) if *served == Fingerprint::of(entry) => Step::Keep,
                 _ => Step::Build(entry),
             };
             (entry.id.clone(), step)
@@ -84,7 +104,9 @@ pub(crate) fn changed<'a>(
         .map(|(id, row)| {
             let step = match row {
                 Row::Set(entry) => match applied.get(id) {
-                    Some(Applied::Serving(served)) if served == entry => Step::Keep,
+                    Some(Applied::Serving(served)) if *served == Fingerprint::of(entry) => {
+                        Step::Keep
+                    }
                     _ => Step::Build(entry),
                 },
                 Row::Removed => Step::Remove,
@@ -112,7 +134,7 @@ pub(crate) fn carry_out(
             }
             Step::Build(entry) => {
                 let state = match effects.build(entry) {
-                    Ok(()) => Applied::Serving(entry.clone()),
+                    Ok(()) => Applied::Serving(Fingerprint::of(entry)),
                     Err(why) => {
                         effects.take_out(&id, &why);
                         Applied::OutOfService(entry.clone(), why)
@@ -221,8 +243,11 @@ mod tests {
             entry("initech", "INITECH"),
         ];
         let now = apply(&HashMap::new(), &listed, &mut host);
-        assert_eq!(now["acme"], Applied::Serving(listed[0].clone()));
-        assert_eq!(now["initech"], Applied::Serving(listed[2].clone()));
+        assert_eq!(now["acme"], Applied::Serving(Fingerprint::of(&listed[0])));
+        assert_eq!(
+            now["initech"],
+            Applied::Serving(Fingerprint::of(&listed[2]))
+        );
         assert_eq!(
             now["globex"],
             Applied::OutOfService(listed[1].clone(), "GLOBEX is not set".into())
@@ -254,7 +279,7 @@ mod tests {
         let second = [entry("acme", "ACME2"), entry("globex", "GLOBEX")];
         let now = apply(&before, &second, &mut host);
         assert_eq!(host.done, ["build acme"], "globex kept as it was");
-        assert_eq!(now["acme"], Applied::Serving(second[0].clone()));
+        assert_eq!(now["acme"], Applied::Serving(Fingerprint::of(&second[0])));
     }
 
     #[test]
@@ -288,7 +313,10 @@ mod tests {
         assert_eq!(changes(&out, &still), (BTreeMap::new(), vec![]));
         host.set.push("GLOBEX");
         let back = apply(&still, &listed, &mut host);
-        assert_eq!(back["globex"], Applied::Serving(listed[0].clone()));
+        assert_eq!(
+            back["globex"],
+            Applied::Serving(Fingerprint::of(&listed[0]))
+        );
         assert_eq!(
             changes(&still, &back),
             (BTreeMap::new(), vec!["globex".into()])
@@ -344,7 +372,7 @@ mod tests {
             ],
             "acme's row is as served: kept, not built again"
         );
-        assert_eq!(now["acme"], Applied::Serving(listed[0].clone()));
+        assert_eq!(now["acme"], Applied::Serving(Fingerprint::of(&listed[0])));
         assert_eq!(
             out_of_service(&now),
             BTreeMap::from([("globex".to_string(), "unknown field `colour`".to_string())])
