@@ -2,7 +2,7 @@
 //! tenant of a tenants file, or of the fleet's registry.
 
 use super::registry::Tenants;
-use super::registry::follow::read_registry;
+use super::registry::follow::{self, read_registry};
 use super::registry::rows::Change;
 use super::{
     BuiltInCrm, CodeNeeded, NO_BUILT_IN_CRM, Options, audit_log, load_component, network_backend,
@@ -151,19 +151,6 @@ impl ServeLimits {
     }
 }
 
-/// Hands the memory freed after reading many tenants (the file's text, the rows as read)
-/// back to the system. glibc keeps freed memory in its arenas for reuse, and after reading a
-/// hundred thousand tenants that is tens of megabytes a server would hold for the rest of its
-/// life without using it.
-pub(super) fn release_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only returns free pages of the allocator's own heaps to the system;
-    // it touches no live allocation.
-    unsafe {
-        libc::malloc_trim(0);
-    }
-}
-
 /// The tenants a server starts with: a tenants file's, or the fleet registry's rows.
 enum Listing {
     File(TenantsFile),
@@ -284,7 +271,7 @@ pub(super) async fn serve_http(
             tenants.apply_change(change);
         }
     }
-    release_freed_memory();
+    follow::release_freed_memory();
     tracing::info!(
         tenants = tenant_count,
         read_ms = read.as_millis() as u64,
