@@ -3,7 +3,7 @@
 //! rows that differ from the file, a revocation one row per token, and every host applies just
 //! those.
 
-use super::registry::rows::{file_of, rows_of, toml_of};
+use super::registry::rows::{FileFormat, file_of, rows_of, text_of};
 use super::store::Store;
 use crate::Runtime;
 use crate::governance::HostPolicy;
@@ -20,7 +20,8 @@ pub(super) enum TenantsAction {
         #[arg(value_name = "FILE")]
         tenants_file: std::path::PathBuf,
     },
-    /// Write the registry as a tenants file (which `import` reads back unchanged).
+    /// Write the registry as a tenants file (which `import` reads back unchanged): JSON when
+    /// its name ends in `.json`, TOML otherwise.
     Export {
         #[arg(value_name = "FILE")]
         tenants_file: std::path::PathBuf,
@@ -80,7 +81,7 @@ pub(super) fn run(
                 .ok_or("the store has no tenants registry yet: nothing to export")?;
             let version = read.version;
             let parsed = file_of(read)?;
-            std::fs::write(file, toml_of(&parsed)?)
+            std::fs::write(file, text_of(&parsed, FileFormat::of_path(file))?)
                 .map_err(|e| format!("{}: {e}", file.display()))?;
             Ok(serde_json::json!({
                 "registry_version": version,

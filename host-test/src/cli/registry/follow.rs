@@ -42,13 +42,32 @@ pub(in crate::cli) fn read_registry(store: &PgStore) -> Result<Change, String> {
 
 impl Tenants {
     /// Applies the rows of `change` and nothing else: tokens, the operator's token and the
-    /// credential sources first (a revocation never waits on a tenant's build), then the
-    /// tenants it names, each built, removed or taken out of service on its own.
+    /// credential sources (a revocation never waits on a tenant's build), and the tenants it
+    /// names, each built, removed or taken out of service on its own.
     pub(in crate::cli) fn apply_change(&self, change: Change) {
         let mut applied = self.applied.lock().unwrap_or_else(|e| e.into_inner());
         if change.version <= applied.version {
             return;
         }
+        // Who may call is changed on a thread of its own while the tenants are built (see
+        // [`Tenants::apply`]).
+        std::thread::scope(|scope| {
+            scope.spawn(|| self.apply_access_rows(&change));
+            let removed = change
+                .tenants
+                .iter()
+                .filter(|(_, row)| matches!(row, Row::Removed))
+                .map(|(id, _)| id.clone())
+                .collect();
+            let steps = plan::changed(&applied.tenants, &change.tenants);
+            let now = plan::carry_out(&applied.tenants, steps, &mut OnHost::new(self));
+            self.settle_steps(&mut applied, change.version, now, removed);
+        });
+    }
+
+    /// The tokens, the operator's token, the identity providers and the credential sources
+    /// the rows of `change` set.
+    fn apply_access_rows(&self, change: &Change) {
         let table = self.tokens.current();
         let mut edit = table.edit();
         edit.reserve(change.tenants.len(), change.tokens.len());
@@ -102,15 +121,6 @@ impl Tenants {
                 self.operator.replace(None);
             }
         }
-        let removed = change
-            .tenants
-            .iter()
-            .filter(|(_, row)| matches!(row, Row::Removed))
-            .map(|(id, _)| id.clone())
-            .collect();
-        let steps = plan::changed(&applied.tenants, &change.tenants);
-        let now = plan::carry_out(&applied.tenants, steps, &mut OnHost::new(self));
-        self.settle_steps(&mut applied, change.version, now, removed);
     }
 
     /// Applies the registry's changes whenever one is announced (and after this host's

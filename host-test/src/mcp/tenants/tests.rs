@@ -437,3 +437,33 @@ fn a_large_file_the_halves_could_misread_is_parsed_whole_errors_and_all() {
     // A small file is never cut.
     assert!(halves::parse(FILE).is_none());
 }
+
+#[test]
+fn a_json_tenants_file_reads_as_its_toml_twin_and_is_checked_alike() {
+    let toml = TenantsFile::parse(&large_file(30, "middle")).unwrap();
+    let as_value: serde_json::Value = toml::from_str(&large_file(30, "middle")).unwrap();
+    let json = TenantsFile::parse(&format!("\n  {as_value:#}")).unwrap();
+    assert_eq!(json.tenants, toml.tenants);
+    assert_eq!(
+        json.tokens.iter().map(|t| &t.sha256).collect::<Vec<_>>(),
+        toml.tokens.iter().map(|t| &t.sha256).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        json.admin.map(|a| a.sha256),
+        toml.admin.map(|a| a.sha256),
+        "the operator's table too"
+    );
+    // The checks a TOML file gets, and an error that says where.
+    let twice = r#"{"tenants": [{"id": "acme"}, {"id": "acme"}]}"#;
+    assert!(
+        TenantsFile::parse(twice)
+            .unwrap_err()
+            .contains("\"acme\" is listed twice")
+    );
+    let unknown = "{\"tenants\": [\n{\"id\": \"acme\", \"colour\": \"blue\"}]}";
+    let why = TenantsFile::parse(unknown).unwrap_err();
+    assert!(
+        why.starts_with("JSON: unknown field `colour`") && why.contains("line 2"),
+        "{why}"
+    );
+}

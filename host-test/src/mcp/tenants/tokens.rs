@@ -64,7 +64,7 @@ pub(super) fn hex(bytes: &[u8]) -> String {
 }
 
 /// The 32 bytes a 64-digit hex SHA-256 (either case) spells.
-fn hash_from_hex(text: &str) -> Option<[u8; 32]> {
+pub(super) fn hash_from_hex(text: &str) -> Option<[u8; 32]> {
     let digits = text.as_bytes();
     if digits.len() != 64 {
         return None;

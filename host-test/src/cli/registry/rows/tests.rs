@@ -60,10 +60,26 @@ fn a_file_split_into_rows_reads_back_as_the_same_file() {
         rows,
         "the same rows again: an import of an export changes nothing"
     );
-    // And the export's TOML is a tenants file that reads back the same.
-    let exported = TenantsFile::parse(&toml_of(&back).unwrap()).unwrap();
-    assert_eq!(exported.tenants, file.tenants);
-    assert_eq!(rows_of(&exported), rows);
+    // And the export, as TOML or JSON, is a tenants file that reads back the same.
+    for format in [FileFormat::Toml, FileFormat::Json] {
+        let text = text_of(&back, format).unwrap();
+        assert_eq!(
+            crate::mcp::tenants::is_json(&text),
+            format == FileFormat::Json
+        );
+        let exported = TenantsFile::parse(&text).unwrap();
+        assert_eq!(exported.tenants, file.tenants, "{format:?}");
+        assert_eq!(rows_of(&exported), rows, "{format:?}");
+    }
+}
+
+#[test]
+fn an_export_is_json_when_its_file_name_says_so() {
+    use std::path::Path;
+    assert_eq!(FileFormat::of_path(Path::new("t.json")), FileFormat::Json);
+    assert_eq!(FileFormat::of_path(Path::new("T.JSON")), FileFormat::Json);
+    assert_eq!(FileFormat::of_path(Path::new("t.toml")), FileFormat::Toml);
+    assert_eq!(FileFormat::of_path(Path::new("tenants")), FileFormat::Toml);
 }
 
 #[test]

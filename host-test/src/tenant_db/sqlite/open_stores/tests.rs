@@ -139,3 +139,38 @@ fn stores_idle_past_the_wait_close_and_open_again_at_their_next_query() {
     assert_eq!(budget.len(), 3);
     let _ = std::fs::remove_dir_all(dir);
 }
+
+#[test]
+fn idle_stores_are_trimmed_once_and_still_serve_their_rows() {
+    use std::time::Duration;
+    let dir = folder("trim");
+    let budget = OpenStores::new(FEWEST);
+    let all = stores(&dir, 3, &budget);
+    all[0]
+        .stage("t0", 9, Staged::Observed, &[owner("seen")])
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(30));
+    all[1].ping().unwrap();
+    assert_eq!(
+        budget.trim_idle(Duration::from_millis(20)),
+        1,
+        "only the third: the first is staging, the second was used"
+    );
+    assert_eq!(
+        budget.trim_idle(Duration::from_millis(20)),
+        0,
+        "a trimmed store is not trimmed again until it is used"
+    );
+    assert!(all.iter().all(|rows| rows.is_open()), "trimming closes none");
+    assert_eq!(
+        all[2].list_page("t2", "owner", None, 10).unwrap(),
+        vec![owner("o2")]
+    );
+    std::thread::sleep(Duration::from_millis(30));
+    assert_eq!(
+        budget.trim_idle(Duration::from_millis(20)),
+        2,
+        "the second and third, idle again; the first is still staging"
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
