@@ -116,7 +116,13 @@ impl ComponentCache {
 
     /// Where the entry for `wasm` compiled by `engine` is (whether or not it exists).
     pub fn entry_path(&self, engine: &Engine, wasm: &[u8]) -> PathBuf {
-        self.dir.join(format!("{}.cwasm", key(engine, wasm)))
+        self.path_of(&key(engine, wasm))
+    }
+
+    /// The entry named `name` (a [`key`]): the key hashes the whole component, so it is made
+    /// once per lookup, not once per use.
+    fn path_of(&self, name: &str) -> PathBuf {
+        self.dir.join(format!("{name}.cwasm"))
     }
 
     /// The component compiled from `wasm` for `engine`: from its entry when a valid one is
@@ -145,7 +151,7 @@ impl ComponentCache {
     /// What the entry for `wasm` holds; an unusable one is a warning.
     fn lookup(&self, engine: &Engine, wasm: &[u8]) -> Lookup {
         let name = key(engine, wasm);
-        let path = self.entry_path(engine, wasm);
+        let path = self.path_of(&name);
         match std::fs::read(&path) {
             Ok(entry) => match load_entry(engine, &self.key, &name, &entry) {
                 Ok(component) => {
@@ -174,7 +180,7 @@ impl ComponentCache {
     /// Compiles `wasm` and stores the result (a store that fails is a warning).
     pub fn compile_and_store(&self, engine: &Engine, wasm: &[u8]) -> wasmtime::Result<Component> {
         let name = key(engine, wasm);
-        let path = self.entry_path(engine, wasm);
+        let path = self.path_of(&name);
         let artifact = engine.precompile_component(wasm)?;
         // SAFETY: the artifact was produced just now by this engine, from these bytes.
         let component = unsafe { Component::deserialize(engine, &artifact)? };

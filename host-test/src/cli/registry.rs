@@ -27,8 +27,9 @@ use crate::metrics::Metrics;
 use crate::tenant_db::postgres::{HostReport, OutOfService};
 use crate::tenant_db::{DbLocation, PgStore};
 use crate::{Host, PluginVersion, TenantSpec};
+use foldhash::HashMap;
 use plan::{Applied, Effects};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -112,7 +113,8 @@ struct OnHost<'a> {
 /// and each variable by name, for the tenants' credential variables.
 pub(super) struct Environment {
     settings: Vec<(String, String)>,
-    vars: HashMap<String, String>,
+    /// Shared: every tenant whose credential is in one variable holds the same value.
+    vars: HashMap<String, Arc<str>>,
 }
 
 impl Environment {
@@ -121,7 +123,7 @@ impl Environment {
             settings: env_settings(),
             // As `std::env::var` would: a value that is not Unicode is not set.
             vars: std::env::vars_os()
-                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?.into())))
                 .collect(),
         }
     }
@@ -141,7 +143,7 @@ impl<'a> OnHost<'a> {
 /// query for every tenant), each loaded once however many tenants run it.
 #[derive(Default)]
 struct Swapped {
-    by_tenant: Option<HashMap<String, String>>,
+    by_tenant: Option<std::collections::HashMap<String, String>>,
     loaded: HashMap<String, Option<Arc<PluginVersion>>>,
 }
 
@@ -204,6 +206,7 @@ impl Tenants {
         file: Arc<TenantsFile>,
     ) -> BTreeMap<String, String> {
         let steps = plan::plan(&applied.tenants, &file.tenants);
+        self.host.reserve_tenants(steps.len());
         let tenants = plan::carry_out(&applied.tenants, steps, &mut OnHost::new(self));
         let out = plan::out_of_service(&tenants);
         self.settle(

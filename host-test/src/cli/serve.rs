@@ -380,7 +380,11 @@ fn close_idle_stores(idle: std::time::Duration, stop: tokio_util::sync::Cancella
                 last_close = Instant::now();
             }
             let (trimmed, closed) = tokio::task::spawn_blocking(move || {
-                let closed = if close { open_stores::close_idle(idle) } else { 0 };
+                let closed = if close {
+                    open_stores::close_idle(idle)
+                } else {
+                    0
+                };
                 (open_stores::trim_idle(TRIM_AFTER), closed)
             })
             .await

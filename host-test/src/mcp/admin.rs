@@ -13,7 +13,7 @@ use crate::credential::Credential;
 use crate::egress::Crm;
 use crate::host::Host;
 use ::http::{Method, Request, StatusCode, header};
-use std::collections::HashMap;
+use foldhash::HashMap;
 
 /// Where a tenant's broker credential comes from when an operator reconnects it.
 #[derive(Clone)]

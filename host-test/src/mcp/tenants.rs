@@ -360,12 +360,14 @@ impl TenantsFile {
     /// [`TenantsFile::parse`].
     pub fn check(file: TenantsFile) -> Result<Self, String> {
         // Looked up by id, never scanned: a file lists up to a hundred thousand tenants.
-        let mut ids = std::collections::HashSet::new();
+        let mut ids = foldhash::HashSet::default();
+        ids.reserve(file.tenants.len());
         if let Some(twice) = file.tenants.iter().find(|t| !ids.insert(t.id.as_str())) {
             return Err(format!("tenant {:?} is listed twice", twice.id));
         }
         // By the 32 bytes each spells, whatever its case: no string per token.
-        let mut hashes = std::collections::HashSet::with_capacity(file.tokens.len());
+        let mut hashes = foldhash::HashSet::default();
+        hashes.reserve(file.tokens.len());
         for token in &file.tokens {
             let Some(hash) = hash_from_hex(&token.sha256) else {
                 return Err(format!(

@@ -60,6 +60,7 @@ impl Tenants {
                 .map(|(id, _)| id.clone())
                 .collect();
             let steps = plan::changed(&applied.tenants, &change.tenants);
+            self.host.reserve_tenants(steps.len());
             let now = plan::carry_out(&applied.tenants, steps, &mut OnHost::new(self));
             self.settle_steps(&mut applied, change.version, now, removed);
         });

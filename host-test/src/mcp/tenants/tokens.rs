@@ -7,8 +7,8 @@ use super::super::jwt::{self, Jwks, KeySource, Provider, ProviderSettings};
 use super::super::{Authority, Principal};
 use super::{DEFAULT_LEEWAY_SECONDS, JwtIssuer, TenantEntry, TenantsFile, TokenEntry};
 use crate::backend::Backend;
+use foldhash::HashMap;
 use sha2::{Digest, Sha256};
-use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 

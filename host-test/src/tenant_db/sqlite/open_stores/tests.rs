@@ -161,7 +161,10 @@ fn idle_stores_are_trimmed_once_and_still_serve_their_rows() {
         0,
         "a trimmed store is not trimmed again until it is used"
     );
-    assert!(all.iter().all(|rows| rows.is_open()), "trimming closes none");
+    assert!(
+        all.iter().all(|rows| rows.is_open()),
+        "trimming closes none"
+    );
     assert_eq!(
         all[2].list_page("t2", "owner", None, 10).unwrap(),
         vec![owner("o2")]
