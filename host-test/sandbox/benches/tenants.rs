@@ -1,9 +1,10 @@
 //! `cargo bench -p crm-sandbox --bench plugin -- tenants`: what many tenants cost one `serve`
 //! host (issue 43). For each count (`TENANTS_COUNTS`, default 100,10000,100000) of broker
 //! tenants with one token each, on SQLite under a fresh data directory: the time from spawn to
-//! the `listening` line, resident memory and open descriptors then, and again after one call
-//! to each of `TENANTS_ACTIVE` (default 1,000) tenants picked at random (seeded), with the
-//! calls' p50/p99 (the first call of a tenant opens its store). With `CRM_TEST_POSTGRES` (a
+//! the `listening` line from a TOML tenants file and from the same as JSON, resident memory and
+//! open descriptors then, and again after one call to each of `TENANTS_ACTIVE` (default 1,000)
+//! tenants picked at random (seeded), with the calls' p50/p99 (the first call of a tenant opens
+//! its store), and 3.5 s after the calls (idle stores' caches emptied). With `CRM_TEST_POSTGRES` (a
 //! server the bench may create databases on), the same on the fleet's registry, with two hosts
 //! and a token revoked, by `tenants revoke` and by `tenants import` of the file without it: how
 //! long until the second host refuses it. The
@@ -44,44 +45,46 @@ pub fn figures() {
     assert!(compiled.status.success(), "precompile failed");
     let broker = Broker::start(&dir, &cache);
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    println!("tenants per host (SQLite, one token each; {active} tenants called once each):");
+    println!(
+        "tenants per host (SQLite, one token each; {active} tenants called once each; the \
+         tenants file as TOML, then as JSON):"
+    );
     for &count in &counts {
         let run = dir.join(format!("n{count}"));
         std::fs::create_dir_all(&run).unwrap();
-        let tenants = run.join("tenants.toml");
-        std::fs::write(&tenants, tenants_file(count, &broker.url)).unwrap();
-        let started = Instant::now();
-        let mut host = Command::new(BINARY)
-            .env("XDG_CACHE_HOME", &cache)
-            .env("BENCH_CREDENTIAL", &broker.credential)
-            .arg("--data-dir")
-            .arg(run.join("data"))
-            .arg("--ca-cert")
-            .arg(&broker.cert)
-            .args(["serve", "--listen", "127.0.0.1:0", "--tenants"])
-            .arg(&tenants)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let url = listening(&mut host);
-        let listen = started.elapsed();
+        let toml = run.join("tenants.toml");
+        std::fs::write(&toml, tenants_file(count, &broker.url)).unwrap();
+        let json = run.join("tenants.json");
+        std::fs::write(&json, tenants_json(count, &broker.url)).unwrap();
+        // The same tenants as TOML: how long until it listens, and what it holds then.
+        let (mut host, _, toml_listen) = serve_file(&run.join("toml"), &toml, &cache, &broker);
+        let toml_at_listen = Process::of(&host);
+        let _ = host.kill();
+        let _ = host.wait();
+        let (mut host, url, listen) = serve_file(&run.join("data"), &json, &cache, &broker);
         let at_listen = Process::of(&host);
         let calls = runtime.block_on(call_each(&url, count, active));
         let after = Process::of(&host);
+        // Idle stores have their caches emptied 2 s after their last query (checked every
+        // second): what the host holds once the calls have stopped.
+        std::thread::sleep(Duration::from_millis(3_500));
+        let settled = Process::of(&host);
         let _ = host.kill();
         let _ = host.wait();
         let (p50, p99) = percentiles(calls);
         println!(
-            "  {count:>7} tenants: listening after {:>8.1} ms; at listen {:>6.1} MB, {:>5} fds; \
-             after the calls {:>6.1} MB (peak {:>6.1} MB), {:>5} fds; a call p50 {:>6.2} ms, \
-             p99 {:>6.2} ms",
+            "  {count:>7} tenants: listening after {:>8.1} ms from TOML ({:>6.1} MB), {:>8.1} ms \
+             from JSON; at listen {:>6.1} MB, {:>5} fds; after the calls {:>6.1} MB (peak \
+             {:>6.1} MB), {:>5} fds; 3.5 s later {:>6.1} MB; a call p50 {:>6.2} ms, p99 {:>6.2} ms",
+            toml_listen.as_secs_f64() * 1e3,
+            toml_at_listen.rss_kib as f64 / 1024.0,
             listen.as_secs_f64() * 1e3,
             at_listen.rss_kib as f64 / 1024.0,
             at_listen.fds,
             after.rss_kib as f64 / 1024.0,
             after.hwm_kib as f64 / 1024.0,
             after.fds,
+            settled.rss_kib as f64 / 1024.0,
             p50.as_secs_f64() * 1e3,
             p99.as_secs_f64() * 1e3,
         );
@@ -98,6 +101,32 @@ pub fn figures() {
     }
     drop(broker);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A `serve` host of the tenants file `tenants` on SQLite under `data`; the process, its URL,
+/// and how long it took to listen.
+fn serve_file(
+    data: &Path,
+    tenants: &Path,
+    cache: &Path,
+    broker: &Broker,
+) -> (Child, String, Duration) {
+    let started = Instant::now();
+    let mut host = Command::new(BINARY)
+        .env("XDG_CACHE_HOME", cache)
+        .env("BENCH_CREDENTIAL", &broker.credential)
+        .arg("--data-dir")
+        .arg(data)
+        .arg("--ca-cert")
+        .arg(&broker.cert)
+        .args(["serve", "--listen", "127.0.0.1:0", "--tenants"])
+        .arg(tenants)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let url = listening(&mut host);
+    (host, url, started.elapsed())
 }
 
 /// A new database on `server` for one count's run; its URL.
@@ -281,6 +310,24 @@ fn tenants_file(count: usize, broker: &str) -> String {
         );
     }
     text
+}
+
+/// [`tenants_file`]'s tenants and tokens as a JSON tenants file.
+fn tenants_json(count: usize, broker: &str) -> String {
+    let instance_url = crm_sandbox::SandboxCrm::instance_url("acme");
+    let tenants: Vec<Value> = (0..count)
+        .map(|i| {
+            json!({"id": format!("t{i:06}"), "proxy_base": broker,
+                   "credential_env": "BENCH_CREDENTIAL", "instance_url": instance_url})
+        })
+        .collect();
+    let tokens: Vec<Value> = (0..count)
+        .map(|i| {
+            json!({"sha256": crm_host::mcp::tenants::token_hash(&format!("token-{i}")),
+                   "tenant": format!("t{i:06}"), "user": "u"})
+        })
+        .collect();
+    serde_json::to_string_pretty(&json!({"tenants": tenants, "tokens": tokens})).unwrap()
 }
 
 /// One call (a Salesforce record read) to each of `active` tenants of `count`, picked by a

@@ -12,24 +12,29 @@ const TENANTS: usize = 300;
 /// The server's open-files limit, as a small container's might be.
 const OPEN_FILES: usize = 256;
 
-/// `TENANTS` broker tenants, each reading acme's sandbox account, and one token each.
+/// `TENANTS` broker tenants, each reading acme's sandbox account, and one token each: a JSON
+/// tenants file, as a platform's own program would write one this large.
 fn tenants_file(broker: &Broker) -> String {
-    let mut text = String::new();
-    for i in 0..TENANTS {
-        text += &format!(
-            "[[tenants]]\nid = \"t{i:03}\"\nproxy_base = \"{}\"\n\
-             credential_env = \"ACME_CREDENTIAL\"\ninstance_url = \"{}\"\n",
-            broker.url,
-            crm_sandbox::SandboxCrm::instance_url("acme")
-        );
-    }
-    for i in 0..TENANTS {
-        text += &format!(
-            "[[tokens]]\nsha256 = \"{}\"\ntenant = \"t{i:03}\"\nuser = \"u{i}\"\n",
-            token_hash(&format!("token-{i}"))
-        );
-    }
-    text
+    let tenants: Vec<Value> = (0..TENANTS)
+        .map(|i| {
+            serde_json::json!({
+                "id": format!("t{i:03}"),
+                "proxy_base": broker.url,
+                "credential_env": "ACME_CREDENTIAL",
+                "instance_url": crm_sandbox::SandboxCrm::instance_url("acme"),
+            })
+        })
+        .collect();
+    let tokens: Vec<Value> = (0..TENANTS)
+        .map(|i| {
+            serde_json::json!({
+                "sha256": token_hash(&format!("token-{i}")),
+                "tenant": format!("t{i:03}"),
+                "user": format!("u{i}"),
+            })
+        })
+        .collect();
+    serde_json::json!({"tenants": tenants, "tokens": tokens}).to_string()
 }
 
 /// `/readyz` once the component's code is there (503 while it compiles).
@@ -56,7 +61,7 @@ async fn a_host_with_more_tenants_than_open_files_serves_each_of_them_one_after_
     let dir = crate::fixtures::temp_dir("tenants-many");
     std::fs::create_dir_all(&dir).unwrap();
     let broker = Broker::start(&dir);
-    let tenants = dir.join("tenants.toml");
+    let tenants = dir.join("tenants.json");
     std::fs::write(&tenants, tenants_file(&broker)).unwrap();
     let mut command = std::process::Command::new("sh");
     command
