@@ -329,6 +329,12 @@ fn check_key(what: &str, value: &str) -> Result<(), StoreError> {
 /// The database file for a tenant under a data directory: `{dir}/{tenant}/mappings.sqlite`.
 /// Tenant ids that are not plain names are refused, so no tenant can point at another's file.
 pub fn tenant_file(data_dir: &Path, tenant: &str) -> Result<PathBuf, StoreError> {
+    plain_tenant(tenant)?;
+    Ok(tenant_path(data_dir, tenant, "mappings.sqlite"))
+}
+
+/// Refuses a tenant id that is not a plain name, which could name another's folder.
+pub(crate) fn plain_tenant(tenant: &str) -> Result<(), StoreError> {
     let plain = !tenant.is_empty()
         && tenant.len() <= 64
         && tenant
@@ -336,12 +342,22 @@ pub fn tenant_file(data_dir: &Path, tenant: &str) -> Result<PathBuf, StoreError>
             .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
         && !tenant.starts_with('-');
     if plain {
-        Ok(data_dir.join(tenant).join("mappings.sqlite"))
+        Ok(())
     } else {
         Err(StoreError::Invalid(format!(
             "tenant id {tenant:?} cannot name a data directory: use letters, digits, - and _"
         )))
     }
+}
+
+/// `{dir}/{tenant}/{name}`, built at its exact size: a host lists a hundred thousand tenants,
+/// and `join` after `join` grows (and keeps) a buffer of twice the size.
+pub(crate) fn tenant_path(dir: &Path, tenant: &str, name: &str) -> PathBuf {
+    let mut path = PathBuf::with_capacity(dir.as_os_str().len() + tenant.len() + name.len() + 2);
+    path.push(dir);
+    path.push(tenant);
+    path.push(name);
+    path
 }
 
 /// Who a result (a file, a task, a session) belongs to: the user of the tenant who made it, in

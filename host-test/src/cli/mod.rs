@@ -34,7 +34,6 @@ use crate::backend::tls::read_certificates;
 use crate::backend::{NetworkBackend, NetworkOptions};
 use crate::credential::Credential;
 use crate::mcp::{Authority, McpServer, Principal};
-use crate::tenant_db::tenant_file;
 use crate::{AuditLog, Backend, CallError, CallRequest, Host, Runtime, TenantSpec};
 use clap::{Args, Parser, Subcommand};
 use rmcp::ServiceExt;
@@ -539,8 +538,8 @@ fn tenant_results_dir(
     data_dir: &std::path::Path,
     tenant: &str,
 ) -> Result<std::path::PathBuf, String> {
-    let store = tenant_file(data_dir, tenant)?;
-    Ok(store.with_file_name("results"))
+    crate::tenant_db::plain_tenant(tenant).map_err(|e| e.to_string())?;
+    Ok(crate::tenant_db::tenant_path(data_dir, tenant, "results"))
 }
 
 /// The real broker's backend: one pooled client, trusting `--ca-cert` besides the public roots.

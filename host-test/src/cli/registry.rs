@@ -187,10 +187,11 @@ impl Tenants {
             tracing::error!("tenants registry version {version}: no token is accepted: {e}");
             TokenTable::default()
         });
+        let mut var = None;
         self.credentials.replace(
             file.tenants
                 .iter()
-                .filter_map(|t| Some((t.id.clone(), self.credential_source(t).ok()?)))
+                .filter_map(|t| Some((t.id.clone(), self.credential_source(t, &mut var).ok()?)))
                 .collect(),
         );
         self.tokens.replace(tokens);
@@ -207,7 +208,10 @@ impl Tenants {
     ) -> BTreeMap<String, String> {
         let steps = plan::plan(&applied.tenants, &file.tenants);
         self.host.reserve_tenants(steps.len());
-        let tenants = plan::carry_out(&applied.tenants, steps, &mut OnHost::new(self));
+        let tenants: HashMap<String, Applied> =
+            plan::carry_out(&applied.tenants, steps, &mut OnHost::new(self))
+                .into_iter()
+                .collect();
         let out = plan::out_of_service(&tenants);
         self.settle(
             applied,
@@ -247,7 +251,7 @@ impl Tenants {
         &self,
         applied: &mut AppliedRegistry,
         version: i64,
-        now: HashMap<String, Applied>,
+        now: Vec<(String, Applied)>,
         removed: Vec<String>,
     ) {
         for id in removed {
@@ -361,8 +365,14 @@ impl Tenants {
     }
 
     /// Where an operator's reconnect takes `tenant`'s credential from.
-    fn credential_source(&self, tenant: &TenantEntry) -> Result<CredentialSource, Unbuildable> {
-        credential_source(self.built_in.as_deref(), tenant)
+    /// `last` is the variable name the previous tenant's source held, shared with this one
+    /// when it is the same (a hundred thousand tenants may name one variable).
+    pub(super) fn credential_source(
+        &self,
+        tenant: &TenantEntry,
+        last: &mut Option<Arc<str>>,
+    ) -> Result<CredentialSource, Unbuildable> {
+        credential_source(self.built_in.as_deref(), tenant, last)
     }
 
     /// Until `stop`: every [`HEARTBEAT`], tries the tenants out of service again (a store that
@@ -447,9 +457,13 @@ impl Tenants {
 fn credential_source(
     built_in: Option<&dyn BuiltInCrm>,
     tenant: &TenantEntry,
+    last: &mut Option<Arc<str>>,
 ) -> Result<CredentialSource, Unbuildable> {
     Ok(match &tenant.credential_env {
-        Some(var) if tenant.proxy_base.is_some() => CredentialSource::Env(var.clone()),
+        Some(var) if tenant.proxy_base.is_some() => CredentialSource::Env(match last {
+            Some(shared) if **shared == **var => shared.clone(),
+            _ => last.insert(Arc::from(var.as_str())).clone(),
+        }),
         _ => CredentialSource::Fixed(
             built_in
                 .ok_or(Unbuildable::NoBuiltInCrm)?

@@ -8,7 +8,7 @@ use super::{PROXY_BASE_VAR, RESULTS_LABEL};
 use crate::egress::Roots;
 use crate::governance::HostPolicy;
 use crate::hooks::BrokerOrigin;
-use std::collections::HashMap;
+use foldhash::HashMap;
 use std::sync::{Arc, Mutex, Weak};
 use url::Url;
 use wasmtime_wasi_config::WasiConfigVariables;
@@ -41,7 +41,7 @@ impl Shapes {
         settings: Vec<(String, String)>,
         results: bool,
     ) -> Result<Arc<Shape>, String> {
-        let key = (proxy_base.to_string(), settings, results);
+        let key = (proxy_base.as_str().to_owned(), settings, results);
         let mut shapes = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(shape) = shapes.get(&key).and_then(Weak::upgrade) {
             return Ok(shape);

@@ -19,7 +19,7 @@ use foldhash::HashMap;
 #[derive(Clone)]
 pub enum CredentialSource {
     /// An environment variable, read again at reconnect time (so a rotated value is used).
-    Env(String),
+    Env(std::sync::Arc<str>),
     /// A fixed value (the sandbox's tenants).
     Fixed(Credential),
 }
@@ -27,7 +27,7 @@ pub enum CredentialSource {
 impl CredentialSource {
     fn credential(&self) -> Result<Credential, String> {
         match self {
-            CredentialSource::Env(var) => std::env::var(var)
+            CredentialSource::Env(var) => std::env::var(&**var)
                 .map(Credential::new)
                 .map_err(|_| format!("{var} is not set")),
             CredentialSource::Fixed(credential) => Ok(credential.clone()),

@@ -80,9 +80,10 @@ impl Tenants {
                 Row::Removed => edit.remove_tenant(id),
             }
         }
+        let mut var = None;
         self.credentials
             .set(change.tenants.iter().map(|(id, row)| match row {
-                Row::Set(entry) => (id.as_str(), self.credential_source(entry).ok()),
+                Row::Set(entry) => (id.as_str(), self.credential_source(entry, &mut var).ok()),
                 Row::Unreadable(_) | Row::Removed => (id.as_str(), None),
             }));
         for (sha256, row) in &change.tokens {

@@ -9,7 +9,7 @@
 
 use super::rows::Row;
 use crate::mcp::tenants::TenantEntry;
-use foldhash::{HashMap, HashMapExt, HashSet};
+use foldhash::{HashMap, HashSet};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -113,19 +113,20 @@ pub(crate) fn changed<'a>(
         .collect()
 }
 
-/// Carries `steps` out; returns every listed tenant's state after. A tenant that fails to
-/// build is taken out of service and the others go on.
+/// Carries `steps` out; returns the state after of every tenant they name that is still
+/// listed, in their order. A tenant that fails to build is taken out of service and the others
+/// go on.
 pub(crate) fn carry_out(
     applied: &HashMap<String, Applied>,
     steps: Vec<(String, Step<'_>)>,
     effects: &mut impl Effects,
-) -> HashMap<String, Applied> {
-    let mut now = HashMap::with_capacity(steps.len());
+) -> Vec<(String, Applied)> {
+    let mut now = Vec::with_capacity(steps.len());
     for (id, step) in steps {
         match step {
             Step::Keep => {
                 if let Some(state) = applied.get(&id) {
-                    now.insert(id, state.clone());
+                    now.push((id, state.clone()));
                 }
             }
             Step::Build(entry) => {
@@ -136,12 +137,12 @@ pub(crate) fn carry_out(
                         Applied::OutOfService(entry.clone(), why)
                     }
                 };
-                now.insert(id, state);
+                now.push((id, state));
             }
             Step::Remove => effects.remove(&id),
             Step::Unreadable(why) => {
                 effects.take_out(&id, why);
-                now.insert(id, Applied::Unreadable(why.to_owned()));
+                now.push((id, Applied::Unreadable(why.to_owned())));
             }
         }
     }
@@ -225,6 +226,8 @@ mod tests {
         host: &mut Recorder,
     ) -> HashMap<String, Applied> {
         carry_out(applied, plan(applied, listed), host)
+            .into_iter()
+            .collect()
     }
 
     #[test]
@@ -358,7 +361,9 @@ mod tests {
             ("initech".to_string(), Row::Removed),
             ("hooli".to_string(), Row::Set(entry("hooli", "ACME"))),
         ];
-        let now = carry_out(&before, changed(&before, &rows), &mut host);
+        let now: HashMap<String, Applied> = carry_out(&before, changed(&before, &rows), &mut host)
+            .into_iter()
+            .collect();
         assert_eq!(
             host.done,
             [

@@ -93,11 +93,12 @@ fn read<T: serde::de::DeserializeOwned>(row: &RegistryRow) -> Row<T> {
 /// registry of a hundred thousand tenants) are read in two halves on two threads.
 pub(crate) fn change_of(read_rows: RegistryRead) -> Change {
     const HALVED_FROM: usize = 4_096;
-    let rows = &read_rows.rows;
+    let mut rows = read_rows.rows;
     let mut change = if rows.len() < HALVED_FROM {
         change_of_rows(rows)
     } else {
-        let (first, second) = rows.split_at(rows.len() / 2);
+        let second = rows.split_off(rows.len() / 2);
+        let first = rows;
         let (mut first, second) = std::thread::scope(|scope| {
             let second = scope.spawn(|| change_of_rows(second));
             let first = change_of_rows(first);
@@ -118,13 +119,13 @@ pub(crate) fn change_of(read_rows: RegistryRead) -> Change {
     change
 }
 
-/// [`change_of`] for some of the rows, in order.
-fn change_of_rows(rows: &[RegistryRow]) -> Change {
+/// [`change_of`] for some of the rows, in order (each row's key moved, not copied).
+fn change_of_rows(rows: Vec<RegistryRow>) -> Change {
     let mut change = Change::default();
     for row in rows {
         match row.kind {
             RowKind::Tenant => {
-                let entry = match read::<TenantEntry>(row) {
+                let entry = match read::<TenantEntry>(&row) {
                     Row::Set(entry) if entry.id != row.key => Row::Unreadable(format!(
                         "its registry row is keyed {:?} but names tenant {:?}: import the \
                          tenants file again",
@@ -134,11 +135,14 @@ fn change_of_rows(rows: &[RegistryRow]) -> Change {
                     Row::Removed => Row::Removed,
                     Row::Unreadable(why) => Row::Unreadable(why),
                 };
-                change.tenants.push((row.key.clone(), entry));
+                change.tenants.push((row.key, entry));
             }
-            RowKind::Token => change.tokens.push((row.key.clone(), read(row))),
-            RowKind::Jwt => change.jwt = Some(read(row)),
-            RowKind::Admin => change.admin = Some(read(row)),
+            RowKind::Token => {
+                let token = read(&row);
+                change.tokens.push((row.key, token));
+            }
+            RowKind::Jwt => change.jwt = Some(read(&row)),
+            RowKind::Admin => change.admin = Some(read(&row)),
         }
     }
     change

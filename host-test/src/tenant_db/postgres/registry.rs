@@ -138,7 +138,7 @@ async fn write_rows(
 }
 
 fn row_of(row: &tokio_postgres::Row) -> Result<RegistryRow, StoreError> {
-    let kind: String = row.get(0);
+    let kind: &str = row.get(0);
     Ok(RegistryRow {
         kind: RowKind::parse(&kind).ok_or_else(|| {
             StoreError::Invalid(format!(
