@@ -359,6 +359,11 @@ fn host_id(local: std::net::SocketAddr) -> String {
 /// a conversation's calls come seconds apart, and an idle open store then costs half as much.
 const TRIM_AFTER: std::time::Duration = std::time::Duration::from_secs(2);
 
+/// How many stores trimmed or closed are worth handing their memory back for, and how often
+/// at most.
+const RELEASE_AFTER_STORES: usize = 32;
+const RELEASE_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// Every second, empties the caches of the tenants' stores unused for [`TRIM_AFTER`]; every
 /// `idle`/4 (at most a minute), closes those unused for `idle`, so a host's descriptors and
 /// memory follow the tenants active now, not those active since the start.
@@ -370,6 +375,7 @@ fn close_idle_stores(idle: std::time::Duration, stop: tokio_util::sync::Cancella
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut last_close = Instant::now();
+        let (mut freed, mut last_release) = (0, Instant::now());
         loop {
             tokio::select! {
                 () = stop.cancelled() => return,
@@ -389,6 +395,15 @@ fn close_idle_stores(idle: std::time::Duration, stop: tokio_util::sync::Cancella
             })
             .await
             .unwrap_or_default();
+            freed += trimmed + closed;
+            // What many stores gave back is handed to the system, not kept by the allocator
+            // for the life of the process; at most every few seconds (a pass takes
+            // milliseconds, and locks each of the allocator's arenas in turn).
+            if freed >= RELEASE_AFTER_STORES && last_release.elapsed() >= RELEASE_EVERY {
+                freed = 0;
+                last_release = Instant::now();
+                let _ = tokio::task::spawn_blocking(follow::release_freed_memory).await;
+            }
             if closed > 0 || trimmed > 0 {
                 tracing::debug!("closed {closed} store(s) unused for {idle:?}, trimmed {trimmed}");
             }
