@@ -140,7 +140,7 @@ async fn write_rows(
 fn row_of(row: &tokio_postgres::Row) -> Result<RegistryRow, StoreError> {
     let kind: &str = row.get(0);
     Ok(RegistryRow {
-        kind: RowKind::parse(&kind).ok_or_else(|| {
+        kind: RowKind::parse(kind).ok_or_else(|| {
             StoreError::Invalid(format!(
                 "a registry row of kind {kind:?}, which this host does not know: upgrade it"
             ))
