@@ -112,16 +112,30 @@ fn serve_file(
     cache: &Path,
     broker: &Broker,
 ) -> (Child, String, Duration) {
+    serve(data, cache, broker, |host| {
+        host.arg("serve").arg("--tenants").arg(tenants);
+    })
+}
+
+/// `crm-sandbox --data-dir data … serve --listen 127.0.0.1:0`, its arguments completed by
+/// `args`: the process, its URL, and how long it took to listen.
+fn serve(
+    data: &Path,
+    cache: &Path,
+    broker: &Broker,
+    args: impl FnOnce(&mut Command),
+) -> (Child, String, Duration) {
     let started = Instant::now();
-    let mut host = Command::new(BINARY)
-        .env("XDG_CACHE_HOME", cache)
+    let mut host = Command::new(BINARY);
+    host.env("XDG_CACHE_HOME", cache)
         .env("BENCH_CREDENTIAL", &broker.credential)
         .arg("--data-dir")
         .arg(data)
         .arg("--ca-cert")
-        .arg(&broker.cert)
-        .args(["serve", "--listen", "127.0.0.1:0", "--tenants"])
-        .arg(tenants)
+        .arg(&broker.cert);
+    args(&mut host);
+    let mut host = host
+        .args(["--listen", "127.0.0.1:0"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -167,23 +181,9 @@ fn command(url: &str, dir: &Path, cache: &Path, args: &[&str]) {
 /// A `serve` host on the registry at `url`; the process and its URL, and how long it took to
 /// listen.
 fn serve_on(url: &str, dir: &Path, cache: &Path, broker: &Broker) -> (Child, String, Duration) {
-    let started = Instant::now();
-    let mut host = Command::new(BINARY)
-        .env("XDG_CACHE_HOME", cache)
-        .env("BENCH_CREDENTIAL", &broker.credential)
-        .arg("--store")
-        .arg(url)
-        .arg("--data-dir")
-        .arg(dir)
-        .arg("--ca-cert")
-        .arg(&broker.cert)
-        .args(["serve", "--listen", "127.0.0.1:0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let listening = listening(&mut host);
-    (host, listening, started.elapsed())
+    serve(dir, cache, broker, |host| {
+        host.arg("--store").arg(url).arg("serve");
+    })
 }
 
 /// Whether `token` is let in at `url` (a bare initialize).
